@@ -1,0 +1,3 @@
+from triage_agent.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,86 @@
+"""YAML / TOML / JSON configs flattened to dotted key paths (kept for suggestions)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from triage_agent.runs.model import ConfigValue, ParseError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
+
+
+def parse_config_text(text: str, suffix: str) -> Any:
+    """Parse a config document; raises ValueError with a line number where the parser gives one."""
+    if suffix in (".yaml", ".yml"):
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            raise ValueError(f"line {line}: {getattr(exc, 'problem', exc)}" if line else str(exc)) from exc
+    if suffix == ".toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(str(exc)) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"line {exc.lineno}: {exc.msg}") from exc
+
+
+def _is_wandb_wrapped(doc: dict[str, Any]) -> bool:
+    """W&B's config.yaml wraps every value as {desc: ..., value: ...}."""
+    items = [(k, v) for k, v in doc.items() if k != "_wandb" and k != "wandb_version"]
+    return bool(items) and all(isinstance(v, dict) and "value" in v for _, v in items)
+
+
+def flatten(doc: Any, file: str) -> list[ConfigValue]:
+    """Every node of a config (mappings too, so `weights` is found as a whole) with its dotted path."""
+    out: list[ConfigValue] = []
+    if not isinstance(doc, dict):
+        return out
+    wandb = _is_wandb_wrapped(doc)
+
+    def walk(node: Any, path: str, alias: str | None) -> None:
+        out.append(ConfigValue(file=file, key=path, value=node, alias=alias))
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{path}.{k}", f"{alias}.{k}" if alias else None)
+
+    for key, value in doc.items():
+        key = str(key)
+        if wandb and isinstance(value, dict) and "value" in value:
+            # the real path is key.value; the logical name is key
+            walk(value["value"], f"{key}.value", key)
+        elif key not in ("_wandb", "wandb_version"):
+            walk(value, key, None)
+    return out
+
+
+def load_config(path: Path, rel: str) -> tuple[Any, list[ConfigValue], list[ParseError]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+        doc = parse_config_text(text, path.suffix.lower())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        line = None
+        msg = str(exc)
+        if msg.startswith("line "):
+            head, _, rest = msg.partition(": ")
+            try:
+                line = int(head.split()[1])
+                msg = rest
+            except (IndexError, ValueError):
+                pass
+        return None, [], [ParseError(rel, line, f"unreadable config: {msg}")]
+    return doc, flatten(doc, rel), []

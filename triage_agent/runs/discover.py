@@ -1,0 +1,183 @@
+"""Which files of a run folder are what (spec: run-format.md), with manifest overrides."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from triage_agent.errors import TriageError
+from triage_agent.runs.configs import CONFIG_SUFFIXES
+from triage_agent.runs.model import ParseError
+from triage_agent.runs.tables import TABLE_SUFFIXES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+MAX_DEPTH = 4  # spec: search recursively, depth <= 4
+TABLE_ROLES = ("filter_stats", "reward_history", "reward_samples", "eval_history", "solver_scores",
+               "calibration_events", "perturbations")
+ROUND_ROLES = ("reward_history", "reward_samples", "round_meta")
+
+_ROUND_DIR = re.compile(r"^(?P<role>[A-Za-z][A-Za-z0-9-]*?)_round_?(?P<n>\d+)$")
+_ROUND_ONLY = re.compile(r"^round_?(?P<n>\d+)$")
+
+
+@dataclass(frozen=True)
+class Found:
+    path: Path
+    rel: str
+    role: str
+    round_role: str | None = None
+    round_index: int | None = None
+
+
+@dataclass
+class Manifest:
+    kind: str | None = None
+    files: dict[str, list[str]] = field(default_factory=dict)
+    columns: dict[str, str] = field(default_factory=dict)
+    rules: dict[str, Any] = field(default_factory=dict)
+
+
+def load_manifest(root: Path) -> tuple[Manifest, list[ParseError]]:
+    path = root / "triage.toml"
+    if not path.is_file():
+        return Manifest(), []
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return Manifest(), [ParseError("triage.toml", None, f"unreadable manifest: {exc}")]
+    files = {k: ([v] if isinstance(v, str) else [str(x) for x in v]) for k, v in doc.get("files", {}).items()}
+    columns = {str(k): str(v) for k, v in doc.get("columns", {}).items()}
+    return Manifest(kind=doc.get("kind"), files=files, columns=columns, rules=dict(doc.get("rules", {}))), []
+
+
+def round_of(rel_parts: tuple[str, ...]) -> tuple[str, int] | None:
+    """`selector_round2/x`, `round2/selector/x`, `round_2/selector/x` -> (role, 2)."""
+    dirs = rel_parts[:-1]
+    for i, part in enumerate(dirs):
+        m = _ROUND_DIR.match(part)
+        if m and m.group("role").lower() != "round":
+            return m.group("role").lower(), int(m.group("n"))
+        m = _ROUND_ONLY.match(part)
+        if m and i + 1 < len(dirs):
+            return dirs[i + 1].lower(), int(m.group("n"))
+    return None
+
+
+def _walk(root: Path) -> list[Path]:
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        depth = len(Path(dirpath).relative_to(root).parts)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and depth < MAX_DEPTH)
+        for name in sorted(filenames):
+            if not name.startswith("."):
+                out.append(Path(dirpath) / name)
+    return out
+
+
+def _json_head(path: Path, size: int = 4096) -> str:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(size).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _is_trainer_state(path: Path) -> bool:
+    return '"log_history"' in _json_head(path, 1 << 16) or _has_log_history(path)
+
+
+def _has_log_history(path: Path) -> bool:
+    if path.stat().st_size > (64 << 20):
+        return False
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("log_history"), list)
+
+
+def _is_verl_jsonl(path: Path) -> bool:
+    head = _json_head(path, 8192).splitlines()
+    if not head:
+        return False
+    try:
+        obj = json.loads(head[0])
+    except json.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and "step" in obj and isinstance(obj.get("data"), dict)
+
+
+def classify(path: Path, rel: str) -> str | None:
+    name = path.name.lower()
+    suffix = path.suffix.lower()
+    parts = [p.lower() for p in Path(rel).parts]
+    if rel == "triage.toml":
+        return "manifest"
+    if name.startswith("events.out.tfevents"):
+        return "tfevents"
+    if suffix == ".wandb":
+        return "wandb_binary"
+    if suffix == ".log":
+        return "log"
+    if name == "wandb-summary.json":
+        return "wandb_summary"
+    if name == "wandb-history.jsonl":
+        return "wandb_history"
+    if name == "round.json":
+        return "round_meta"
+    stem = name
+    for s in TABLE_SUFFIXES:
+        if stem.endswith(s):
+            stem = stem[: -len(s)]
+            break
+    if suffix in TABLE_SUFFIXES and stem in TABLE_ROLES:
+        return stem
+    if suffix == ".json" and _is_trainer_state(path):
+        return "trl_state"
+    if suffix == ".jsonl" and _is_verl_jsonl(path):
+        return "verl_jsonl"
+    if suffix in CONFIG_SUFFIXES and ("configs" in parts[:-1] or "config" in name):
+        return "config"
+    return None
+
+
+def discover(root: Path, manifest: Manifest) -> tuple[list[Found], list[str]]:
+    """Classify the run's files. Returns the found files and notes for the user."""
+    if not root.exists():
+        raise TriageError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise TriageError(f"{root}: not a folder (give the run folder)")
+    notes: list[str] = []
+    found: list[Found] = []
+    for path in _walk(root):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            target = path.resolve()
+            if root.resolve() not in target.parents:
+                notes.append(f"{rel}: symlink out of the run folder, not followed")
+                continue
+        role = None
+        for mrole, globs in manifest.files.items():
+            if any(fnmatch.fnmatch(rel, g) for g in globs):
+                role = mrole
+                break
+        if role is None:
+            role = classify(path, rel)
+        if role is None:
+            continue
+        if role == "wandb_binary":
+            notes.append(f"{rel}: binary W&B file; run `wandb sync` first (or export history) to analyse it")
+            continue
+        rr = round_of(Path(rel).parts) if role in ROUND_ROLES else None
+        found.append(Found(path, rel, role, rr[0] if rr else None, rr[1] if rr else None))
+    return found, notes

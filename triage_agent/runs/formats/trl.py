@@ -1,0 +1,39 @@
+"""TRL / HF Trainer `trainer_state.json` (any file of that shape): `log_history` rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from triage_agent.runs.model import ParseError
+
+SUMMARY_KEYS = ("train_runtime", "train_loss", "total_flos")
+
+
+def read_trainer_state(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any],
+                                                       list[ParseError]]:
+    """Returns (train rows, eval rows, state header, errors). The final summary row is left out."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        return [], [], {}, [ParseError(rel, line, f"unreadable trainer state: {getattr(exc, 'msg', exc)}")]
+    history = doc.get("log_history") if isinstance(doc, dict) else None
+    if not isinstance(history, list):
+        return [], [], {}, [ParseError(rel, None, "no log_history list")]
+    train: list[dict[str, Any]] = []
+    evals: list[dict[str, Any]] = []
+    errors: list[ParseError] = []
+    for i, row in enumerate(history):
+        if not isinstance(row, dict) or "step" not in row:
+            errors.append(ParseError(rel, None, f"log_history[{i}] has no step"))
+            continue
+        if any(k in row for k in SUMMARY_KEYS):
+            continue
+        if any(k.startswith("eval_") for k in row):
+            evals.append(row)
+        else:
+            train.append(row)
+    header = {k: v for k, v in doc.items() if k != "log_history"}
+    return train, evals, header, errors

@@ -1,0 +1,48 @@
+"""W&B run folders (`wandb/run-*/files/`): legacy `wandb-history.jsonl` and `wandb-summary.json`.
+
+`config.yaml` is read as a config (its `{key: {value: ...}}` shape is unwrapped by
+configs.py) and `output.log` as a log. Binary `.wandb` files need `wandb sync` first.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from triage_agent.runs.model import ParseError
+
+
+def read_history(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[ParseError]]:
+    rows: list[dict[str, Any]] = []
+    errors: list[ParseError] = []
+    with path.open("rb") as fh:
+        for i, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                errors.append(ParseError(rel, i, f"invalid JSON: {getattr(exc, 'msg', 'not UTF-8')}"))
+                continue
+            if not isinstance(obj, dict):
+                errors.append(ParseError(rel, i, "row is not a JSON object"))
+                continue
+            step = obj.get("train/global_step", obj.get("global_step", obj.get("_step")))
+            if step is None:
+                errors.append(ParseError(rel, i, "row has no step"))
+                continue
+            row = {k: v for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            row["step"] = step
+            rows.append(row)
+    return rows, errors
+
+
+def read_summary(path: Path, rel: str) -> tuple[dict[str, Any], list[ParseError]]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return {}, [ParseError(rel, getattr(exc, "lineno", None), "unreadable W&B summary")]
+    if not isinstance(doc, dict):
+        return {}, [ParseError(rel, None, "W&B summary is not an object")]
+    return {k: v for k, v in doc.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}, []

@@ -1,0 +1,134 @@
+"""The typed picture of a run folder that every later stage reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class ParseError:
+    """A row or file that could not be read; `line` is 1-based, None for a whole file."""
+
+    file: str
+    line: int | None
+    message: str
+
+    def location(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    """One config entry, with the file and dotted key path a suggestion must point at."""
+
+    file: str
+    key: str
+    value: Any
+    # The logical path when the file wraps values (W&B's `{lr: {value: ...}}` gives `lr`).
+    alias: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.alias or self.key
+
+    @property
+    def leaf(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+@dataclass
+class Table:
+    """A data frame and the run-relative file it came from."""
+
+    frame: pd.DataFrame
+    source: str
+
+
+@dataclass
+class Round:
+    role: str
+    index: int
+    history: Table | None = None
+    samples: Table | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    meta_source: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}_round{self.index}"
+
+
+@dataclass(frozen=True)
+class CrashInfo:
+    exception: str
+    message: str
+    line: int
+    fatal_pattern: str | None = None
+
+
+@dataclass
+class LogScan:
+    """What a streaming pass over one log found; bounded whatever the log's size."""
+
+    path: str
+    lines: int = 0
+    bytes: int = 0
+    metric_steps: int = 0
+    last_step: int | None = None
+    last_step_line: int | None = None
+    crash: CrashInfo | None = None
+    handled_tracebacks: int = 0
+    progress_current: int | None = None
+    progress_total: int | None = None
+    progress_line: int | None = None
+    started: bool = False
+    # verl-style console metric rows, one dict per step (kept small: metrics only)
+    metric_rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str
+    role: str
+
+
+@dataclass
+class Run:
+    root: Path
+    kind: str
+    files: list[SourceFile] = field(default_factory=list)
+    config_values: list[ConfigValue] = field(default_factory=list)
+    config_docs: dict[str, Any] = field(default_factory=dict)
+    rounds: list[Round] = field(default_factory=list)
+    filter_stats: Table | None = None
+    eval_history: Table | None = None
+    solver_scores: Table | None = None
+    calibration_events: Table | None = None
+    perturbations: Table | None = None
+    # Per-step metrics of a generic trainer run (TRL, verl, TensorBoard, W&B), canonical names.
+    metrics: Table | None = None
+    logs: list[LogScan] = field(default_factory=list)
+    parse_errors: list[ParseError] = field(default_factory=list)
+    rule_overrides: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def config(self, leaf: str) -> ConfigValue | None:
+        """The first config entry whose key ends in `leaf` (a leaf name or a dotted tail)."""
+        for cv in self.config_values:
+            if cv.name == leaf or cv.name.endswith("." + leaf):
+                return cv
+        return None
+
+    def config_value(self, leaf: str, default: Any = None) -> Any:
+        cv = self.config(leaf)
+        return default if cv is None else cv.value
+
+    def rounds_of(self, role: str) -> list[Round]:
+        return sorted((r for r in self.rounds if r.role == role), key=lambda r: r.index)
+
+    def config_files(self) -> list[str]:
+        return [f.path for f in self.files if f.role == "config"]

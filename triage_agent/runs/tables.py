@@ -1,0 +1,213 @@
+"""Columnar reads of .jsonl/.csv/.parquet with a tolerant fallback that locates bad rows.
+
+The fast path is pyarrow; when it refuses a file (a truncated line, a NaN literal,
+binary junk) the slow path reads it line by line, keeps every good row and records
+the file and line of each bad one. Every frame carries `__line__` (1-based line or
+row number in its file) so later checks can report locations too.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
+
+from triage_agent.runs.model import ParseError
+
+TABLE_SUFFIXES = (".jsonl", ".csv", ".parquet")
+LINE = "__line__"
+
+# What each canonical table needs; rows missing a required number are skipped and reported.
+SCHEMAS: dict[str, dict[str, list[str]]] = {
+    "filter_stats": {"required": ["accuracy"], "numeric": ["accuracy", "n_rollouts"], "bool": ["kept"]},
+    "reward_history": {"required": ["step"], "numeric": ["step"], "bool": []},
+    "reward_samples": {"required": ["step"], "numeric": ["step"], "bool": []},
+    "eval_history": {"required": ["step"], "numeric": ["step", "proxy_reward", "gold_pass_rate", "human_pass_rate"], "bool": []},
+    "solver_scores": {"required": ["score", "gold_pass"], "numeric": ["step", "score"], "bool": ["gold_pass"]},
+    "calibration_events": {
+        "required": ["step"],
+        "numeric": ["step", "n_candidates", "n_confirmed", "flip_rate", "score_min", "score_max"],
+        "bool": [],
+    },
+    "perturbations": {"required": ["score", "perturbed_score"], "numeric": ["score", "perturbed_score"], "bool": []},
+}
+
+
+def read_table(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+    """Read one tabular file; never raises for bad content."""
+    suffix = path.suffix.lower()
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return None, [ParseError(rel, None, f"unreadable: {exc.strerror}")]
+    if size == 0:
+        return None, [ParseError(rel, None, "empty file")]
+    if suffix == ".parquet":
+        return _read_parquet(path, rel)
+    if suffix == ".csv":
+        return _read_csv(path, rel)
+    return _read_jsonl(path, rel)
+
+
+def _read_parquet(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+    try:
+        frame = pq.read_table(path).to_pandas()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return None, [ParseError(rel, None, f"unreadable parquet: {str(exc).splitlines()[0][:200]}")]
+    frame[LINE] = range(1, len(frame) + 1)
+    return frame, []
+
+
+def _read_jsonl(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+    try:
+        table = pajson.read_json(path)
+        frame = table.to_pandas()
+        if len(frame):
+            frame[LINE] = _jsonl_line_numbers(path, len(frame))
+            return frame, []
+    except (pa.ArrowException, OSError, ValueError):
+        pass
+    return _read_jsonl_slow(path, rel)
+
+
+def _jsonl_line_numbers(path: Path, rows: int) -> list[int]:
+    """Line numbers of the non-blank lines (pyarrow skips blank ones)."""
+    numbers: list[int] = []
+    with path.open("rb") as fh:
+        for i, raw in enumerate(fh, start=1):
+            if raw.strip():
+                numbers.append(i)
+    if len(numbers) != rows:  # should not happen; fall back to positions
+        return list(range(1, rows + 1))
+    return numbers
+
+
+def _read_jsonl_slow(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+    records: list[dict] = []
+    errors: list[ParseError] = []
+    with path.open("rb") as fh:
+        for i, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                errors.append(ParseError(rel, i, "not UTF-8 text"))
+                continue
+            except json.JSONDecodeError as exc:
+                errors.append(ParseError(rel, i, f"invalid JSON: {exc.msg}"))
+                continue
+            if not isinstance(obj, dict):
+                errors.append(ParseError(rel, i, "row is not a JSON object"))
+                continue
+            obj[LINE] = i
+            records.append(obj)
+    if not records:
+        errors.append(ParseError(rel, None, "no readable rows"))
+        return None, errors
+    return pd.DataFrame.from_records(records), errors
+
+
+def _read_csv(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+    try:
+        frame = pacsv.read_csv(path).to_pandas()
+        frame[LINE] = range(2, len(frame) + 2)
+        return frame, []
+    except (pa.ArrowException, OSError, ValueError):
+        pass
+    errors: list[ParseError] = []
+    raw = path.read_bytes()
+    text = raw.decode("utf-8", errors="replace")
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        return None, [ParseError(rel, None, "empty file")]
+    if "\ufffd" in ",".join(header):
+        return None, [ParseError(rel, 1, "header is not UTF-8 text")]
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    for row in reader:
+        lineno = reader.line_num
+        if not row:
+            continue
+        if len(row) != len(header) or any("\ufffd" in c for c in row):
+            errors.append(ParseError(rel, lineno, f"expected {len(header)} fields, got {len(row)}"
+                                     if len(row) != len(header) else "not UTF-8 text"))
+            continue
+        rows.append(row)
+        lines.append(lineno)
+    if not rows:
+        errors.append(ParseError(rel, None, "no readable rows"))
+        return None, errors
+    frame = pd.DataFrame(rows, columns=header)
+    for col in frame.columns:
+        converted = pd.to_numeric(frame[col], errors="coerce")
+        if converted.notna().sum() >= frame[col].astype(bool).sum():
+            frame[col] = converted
+    frame[LINE] = lines
+    return frame, errors
+
+
+def _to_bool(series: pd.Series) -> pd.Series:
+    def conv(v: object) -> object:
+        if isinstance(v, bool):
+            return v
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return None
+        if isinstance(v, (int, float)):
+            return bool(v)
+        s = str(v).strip().lower()
+        if s in ("true", "t", "yes", "y", "1"):
+            return True
+        if s in ("false", "f", "no", "n", "0", ""):
+            return False
+        return None
+
+    return series.map(conv).astype("object")
+
+
+def normalize(frame: pd.DataFrame, role: str, rel: str, columns: dict[str, str] | None = None
+              ) -> tuple[pd.DataFrame | None, list[ParseError]]:
+    """Rename manifest columns, coerce types, skip rows missing required values (reporting each)."""
+    errors: list[ParseError] = []
+    if columns:
+        renames = {actual: canon for canon, actual in columns.items() if actual in frame.columns and canon != actual}
+        frame = frame.rename(columns=renames)
+    schema = SCHEMAS.get(role, {"required": [], "numeric": [], "bool": []})
+    missing = [c for c in schema["required"] if c not in frame.columns]
+    if missing:
+        return None, [ParseError(rel, None, f"missing column {', '.join(missing)}")]
+    frame = frame.copy()
+    for col in frame.columns:
+        if col == LINE:
+            continue
+        if col in schema["bool"]:
+            frame[col] = _to_bool(frame[col])
+        elif col in schema["numeric"] or frame[col].dtype.kind in "iufb":
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    bad = pd.Series(False, index=frame.index)
+    for col in schema["required"]:
+        col_bad = frame[col].isna()
+        if frame[col].dtype.kind == "f":
+            col_bad |= ~np.isfinite(frame[col].to_numpy())
+        bad |= col_bad
+    if role == "filter_stats":
+        bad |= (frame["accuracy"] < 0) | (frame["accuracy"] > 1)
+    if bad.any():
+        for line in frame.loc[bad, LINE].tolist():
+            errors.append(ParseError(rel, int(line), f"missing or invalid value in {', '.join(schema['required'])}"))
+        frame = frame.loc[~bad].reset_index(drop=True)
+    if frame.empty:
+        errors.append(ParseError(rel, None, "no valid rows"))
+        return None, errors
+    return frame, errors
