@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Write the committed sample runs under sample_runs/ (seeded, deterministic).
+
+Each run plants a known set of findings; its README says which. Re-run after changing
+this script and commit the output: `python tools/make_sample_runs.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent / "sample_runs"
+STEPS = 300
+
+
+def write_table(frame: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False, float_format="%.6g")
+    elif path.suffix == ".parquet":
+        frame.to_parquet(path, index=False)
+    else:
+        with path.open("w") as fh:
+            for rec in frame.to_dict(orient="records"):
+                fh.write(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in rec.items()}) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def filter_config(easy: float, unsolvable: float, rollouts: int) -> str:
+    return f"""# Pre-training filter: drop questions the generator finds too easy or unsolvable.
+filter:
+  easy_threshold: {easy}        # drop when pre-filter accuracy >= this
+  unsolvable_threshold: {unsolvable}   # drop when pre-filter accuracy <= this
+  rollouts_per_question: {rollouts}
+  boundary_band: [0.4, 0.6]
+"""
+
+
+def train_config(weights: dict[str, float], boundary_rollouts: int, target: float = 0.5) -> str:
+    w = "\n".join(f"    {k}: {v}" for k, v in weights.items())
+    return f"""# Selector / generator alternating training (BAR-RAG style)
+reward:
+  weights:
+{w}
+  boundary_rollouts: {boundary_rollouts}   # generator attempts per evidence set
+  target_accuracy: {target}
+selector:
+  learning_rate: 1.0e-6
+  steps_per_round: {STEPS}
+generator:
+  learning_rate: 5.0e-7
+  api_key: sk-sample-not-a-real-key   # secrets are redacted before reaching a model
+"""
+
+
+def filter_stats(rng: np.random.Generator, n: int, rollouts: int, easy: float, unsolvable: float,
+                 mix: tuple[float, float, float]) -> pd.DataFrame:
+    """Questions whose true accuracy is a mix of hard, easy and middling; accuracy is k/rollouts."""
+    kinds = rng.choice(3, size=n, p=list(mix))
+    p_true = np.where(kinds == 0, rng.beta(0.6, 3.0, n), np.where(kinds == 1, rng.beta(3.0, 0.6, n),
+                                                                  rng.uniform(0.25, 0.75, n)))
+    acc = rng.binomial(rollouts, p_true) / rollouts
+    kept = (acc < easy) & (acc > unsolvable)
+    reason = np.where(acc >= easy, "easy", np.where(acc <= unsolvable, "unsolvable", ""))
+    return pd.DataFrame({"qid": [f"q{i:05d}" for i in range(n)], "accuracy": acc, "n_rollouts": rollouts,
+                         "kept": kept, "drop_reason": reason})
+
+
+def ramp(lo: float, hi: float, n: int = STEPS, shape: float = 1.0) -> np.ndarray:
+    x = np.linspace(0, 1, n)
+    return lo + (hi - lo) * (1 - np.exp(-3 * x * shape)) / (1 - np.exp(-3 * shape))
+
+
+def selector_history(rng: np.random.Generator, curves: dict[str, np.ndarray], noise: float) -> pd.DataFrame:
+    frame = pd.DataFrame({"step": np.arange(STEPS)})
+    for name, curve in curves.items():
+        frame[name] = np.clip(curve + rng.normal(0, noise, STEPS), 0, 1)
+    return frame
+
+
+def selector_samples(rng: np.random.Generator, history: pd.DataFrame, spread: dict[str, float],
+                     every: int = 5, per_step: int = 16) -> pd.DataFrame:
+    """Per-rollout components around each logged step's mean; `format` is a 0/1 check."""
+    rows = []
+    for _, row in history.iloc[::every].iterrows():
+        for _ in range(per_step):
+            rec = {"step": int(row["step"])}
+            for name, sd in spread.items():
+                if name == "format":
+                    rec[name] = float(rng.random() < row[name])
+                else:
+                    rec[name] = float(np.clip(row[name] + rng.normal(0, sd), 0, 1))
+            rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+def generator_history(rng: np.random.Generator, start: float, end: float, noise: float = 0.01) -> pd.DataFrame:
+    acc = np.clip(ramp(start, end) + rng.normal(0, noise, STEPS), 0, 1)
+    return pd.DataFrame({"step": np.arange(STEPS), "accuracy": acc, "reward": acc})
+
+
+def selector_curves(round_index: int, base: float) -> dict[str, np.ndarray]:
+    """A healthy selector round: every component rises, each round starts where the last ended."""
+    o = 0.07 * (round_index - 1)
+    return {"boundary": ramp(base + o, base + o + 0.12), "relevance": ramp(0.50 + o, 0.58 + o),
+            "format": ramp(0.70 + o / 2, 0.80 + o / 2), "count": ramp(0.60 + o, 0.66 + o)}
+
+
+def write_round_meta(run: Path, layout: str, role: str, n: int, meta: dict) -> None:
+    write_text(run / layout.format(role=role, n=n) / "round.json", json.dumps({"round": n, "role": role, **meta}) + "\n")
+
+
+HEALTHY_W = {"boundary": 1.0, "relevance": 0.5, "format": 0.2, "count": 0.1}
+SPREAD = {"boundary": 0.25, "relevance": 0.15, "format": 0.0, "count": 0.08}
+
+
+def selector_generator_run(run: Path, seed: int, *, easy: float, unsolvable: float, rollouts: int,
+                           weights: dict[str, float], boundary_rollouts: int, gen_path: list[tuple[float, float]],
+                           mix: tuple[float, float, float] = (0.35, 0.35, 0.3),
+                           boundary_override: Callable[[np.random.Generator, int], np.ndarray] | None = None,
+                           checkpoints: dict[int, dict] | None = None, frozen_selector: set[int] | None = None,
+                           layout: str = "{role}_round{n}", history_ext: str = ".csv") -> None:
+    rng = np.random.default_rng(seed)
+    write_text(run / "configs" / "filter_config.yaml", filter_config(easy, unsolvable, rollouts))
+    write_text(run / "configs" / "train_config.yaml", train_config(weights, boundary_rollouts))
+    write_table(filter_stats(rng, 2000, rollouts, easy, unsolvable, mix), run / "data" / "filter_stats.jsonl")
+    rounds = len(gen_path)
+    previous: pd.DataFrame | None = None
+    for n in range(1, rounds + 1):
+        folder = run / layout.format(role="selector", n=n)
+        if frozen_selector and n in frozen_selector and previous is not None:
+            curves = {c: previous[c].to_numpy() for c in previous.columns if c != "step"}
+            hist = selector_history(rng, curves, 0.004)
+        else:
+            curves = selector_curves(n, 0.30)
+            if boundary_override is not None:
+                curves["boundary"] = boundary_override(rng, n)
+            hist = selector_history(rng, curves, 0.01)
+        previous = hist
+        write_table(hist, folder / f"reward_history{history_ext}")
+        if n == rounds:
+            spread = {c: SPREAD.get(c, 0.1) for c in weights}
+            write_table(selector_samples(rng, hist, spread), folder / "reward_samples.parquet")
+        gen_folder = run / layout.format(role="generator", n=n)
+        start, end = gen_path[n - 1]
+        write_table(generator_history(rng, start, end), gen_folder / "reward_history.jsonl")
+        meta = (checkpoints or {}).get(n, {})
+        write_round_meta(run, layout, "selector", n, {"generator_checkpoint": meta.get("selector_against", f"gen-r{n - 1}")})
+        write_round_meta(run, layout, "generator", n, {"checkpoint_in": meta.get("in", f"gen-r{n - 1}"),
+                                                       "checkpoint_out": meta.get("out", f"gen-r{n}")})
+
+
+def oscillating(rng: np.random.Generator, n: int) -> np.ndarray:
+    """An ECG-like boundary reward: alternating spikes around a flat level."""
+    sign = np.where(np.arange(STEPS) % 2 == 0, 1.0, -1.0)
+    return 0.32 + 0.12 * sign * rng.uniform(0.5, 1.0, STEPS)
+
+
+RUNS: dict[str, tuple[str, Callable[[Path], None]]] = {}
+
+
+def sample(name: str, readme: str) -> Callable[[Callable[[Path], None]], Callable[[Path], None]]:
+    def deco(fn: Callable[[Path], None]) -> Callable[[Path], None]:
+        RUNS[name] = (readme, fn)
+        return fn
+    return deco
+
+
+@sample("healthy", """# healthy
+
+A selector/generator run that works: the filter keeps about a third of its questions in
+the boundary band (it drops only the never- and always-solved ones), the boundary
+reward carries most of the signal and rises in every
+round, and the generator climbs to its 50% target.
+
+Planted findings: none of severity medium or high.
+""")
+def healthy(run: Path) -> None:
+    selector_generator_run(run, 1, easy=1.0, unsolvable=0.0, rollouts=10, weights=HEALTHY_W, boundary_rollouts=8,
+                           gen_path=[(0.36, 0.44), (0.44, 0.48), (0.48, 0.50)])
+
+
+@sample("boundary_collapse", """# boundary_collapse
+
+The classic failure. An aggressive filter (`easy_threshold: 0.4`) drops every question at
+or above 40% accuracy, the whole boundary band, the format weight is 3x the boundary weight, the boundary reward
+swings like an ECG without rising, and the generator stalls near 41% accuracy.
+Layout: `round_<N>/<role>/`, histories as JSONL, the last selector round with per-rollout
+samples in Parquet.
+
+Planted findings: `filter.boundary_starved` (high), `reward.boundary_suppressed` (high),
+`reward.boundary_oscillating` (medium), `generator.accuracy_off_target` (medium).
+""")
+def boundary_collapse(run: Path) -> None:
+    selector_generator_run(run, 2, easy=0.4, unsolvable=0.0, rollouts=10,
+                           weights={"boundary": 0.5, "relevance": 0.5, "format": 1.5, "count": 0.25},
+                           boundary_rollouts=8, gen_path=[(0.36, 0.40), (0.40, 0.41), (0.41, 0.41)],
+                           boundary_override=oscillating, layout="round_{n}/{role}", history_ext=".jsonl")
+
+
+@sample("frozen_generator", """# frozen_generator
+
+The generator's round 2 wrote its input checkpoint back out unchanged (`checkpoint_in ==
+checkpoint_out`), so selector rounds 2 and 3 were both trained against `gen-r1` and
+learned the same curves. Layout: `round<N>/<role>/`.
+
+Planted findings: `rounds.generator_frozen` (high), `rounds.selector_stale` (medium).
+""")
+def frozen_generator(run: Path) -> None:
+    selector_generator_run(run, 3, easy=1.0, unsolvable=0.0, rollouts=10, weights=HEALTHY_W, boundary_rollouts=8,
+                           gen_path=[(0.38, 0.46), (0.46, 0.46), (0.46, 0.47)],
+                           checkpoints={2: {"in": "gen-r1", "out": "gen-r1", "selector_against": "gen-r1"},
+                                        3: {"in": "gen-r1", "out": "gen-r3", "selector_against": "gen-r1"}},
+                           frozen_selector={3}, layout="round{n}/{role}")
+
+
+@sample("few_rollouts", """# few_rollouts
+
+Accuracy before the filter is estimated from 4 rollouts per question, and the boundary
+reward from 2 generator attempts per evidence set: a true 50% question is estimated
+outside the [0.4, 0.6] band 62.5% of the time with 4 rollouts.
+
+Planted findings: `rollouts.too_few` (high: `boundary_rollouts = 2`).
+""")
+def few_rollouts(run: Path) -> None:
+    selector_generator_run(run, 4, easy=1.0, unsolvable=0.0, rollouts=4, weights=HEALTHY_W, boundary_rollouts=2,
+                           gen_path=[(0.37, 0.44), (0.44, 0.48), (0.48, 0.50)])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", type=Path, default=ROOT)
+    ap.add_argument("names", nargs="*", help="runs to write (default: all)")
+    args = ap.parse_args()
+    for name in args.names or list(RUNS):
+        readme, fn = RUNS[name]
+        run = args.out / name
+        if run.exists():
+            shutil.rmtree(run)
+        run.mkdir(parents=True)
+        fn(run)
+        write_text(run / "README.md", readme)
+        size = sum(p.stat().st_size for p in run.rglob("*") if p.is_file())
+        print(f"{run}: {size / 1e6:.2f} MB")
+
+
+if __name__ == "__main__":
+    main()

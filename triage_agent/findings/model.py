@@ -1,0 +1,52 @@
+"""Finding and Adjustment: what the rules and the agent produce."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITIES = ("high", "medium", "low", "info")
+SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+@dataclass
+class Finding:
+    id: str
+    severity: str
+    title: str
+    evidence: dict[str, Any]
+    suggestion: dict[str, Any] | None = None
+    # solver-calibration runs: "signal generation" (the solver's scoring) or "signal use" (what the policy learns)
+    concerns: str | None = None
+    stage: str | None = None  # troubleshooting stage (calibration runs)
+
+    def at_least(self, severity: str) -> bool:
+        return SEVERITY_RANK[self.severity] <= SEVERITY_RANK[severity]
+
+
+@dataclass
+class Adjustment:
+    file: str
+    key: str
+    from_: Any
+    to: Any
+    rationale: str
+    predicted: dict[str, Any] = field(default_factory=dict)
+    meets_target: bool | None = None
+    findings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Rejected:
+    file: str
+    key: str
+    to: Any
+    reason: str
+
+
+@dataclass
+class Diagnosis:
+    cause: str
+    findings: list[str]
+    evidence: str
+    confidence: float

@@ -1,0 +1,84 @@
+"""The one thresholds table. Every default comes from shared/spec/findings.md (v1) unless noted;
+`[rules]` in a run's triage.toml overrides any of them by name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    # filter.boundary_starved / overloaded (findings.md, selector/generator table)
+    "band_share_min": 0.25,
+    "band_share_drop": 0.05,
+    "band_dropped_fraction": 0.5,
+    "band_share_max": 0.40,
+    # filter.rule_mismatch: more than 1% of questions disagree with the config's rule
+    "rule_mismatch_rate": 0.01,
+    # reward.boundary_suppressed: format/boundary weight ratio, boundary contribution share
+    "format_boundary_ratio": 3.0,
+    "boundary_share_min": 0.40,
+    # reward.boundary_oscillating: swing ratio and Spearman rho of the last selector round
+    "swing_ratio_max": 0.25,
+    "boundary_rho_min": 0.5,
+    # rollouts.too_few: medium below min_rollouts, high at or below rollouts_high
+    "min_rollouts": 5,
+    "rollouts_high": 2,
+    # rounds.selector_stale: relative mean change and curve correlation
+    "stale_rel_change": 0.02,
+    "stale_curve_r": 0.95,
+    # generator.accuracy_off_target / accuracy_regressed
+    "target_gap": 0.05,
+    "target_progress_min": 0.02,
+    "regression_drop": 0.03,
+    # hacking.proxy_gold_divergence (solver-calibration table)
+    "proxy_rho_min": 0.5,
+    "gold_rho_max": 0.1,
+    "second_half_rho_max": 0.0,
+    # hacking.high_score_failures: medium at >= 0.20, high at >= 0.35; candidates default to the top decile
+    "high_score_fail_share": 0.20,
+    "high_score_fail_share_high": 0.35,
+    "high_score_quantile": 0.90,
+    # calibration.too_frequent
+    "calibration_min_interval": 2000,
+    "flip_rate_max": 0.10,
+    # calibration.interface_changed: range moves by more than 10% of the first event's range
+    "interface_range_change": 0.10,
+    # calibration.candidates_too_loose
+    "confirmed_ratio_min": 0.30,
+    # calibration.surface_sensitive: mean |score - perturbed| as a share of the score range
+    "perturbation_delta_max": 0.10,
+    # calibration.miscalibrated: ECE over 10 equal-width bins
+    "ece_max": 0.10,
+    "ece_bins": 10,
+    # any run: reward.zero_variance_groups and generation.truncated over the last 20% of steps
+    "tail_fraction": 0.20,
+    "zero_std_share_max": 0.5,
+    "truncated_share": 0.30,
+    "truncated_share_high": 0.8,
+    # suggestion targets (findings.md, Definitions)
+    "target_band_share_lo": 0.25,
+    "target_band_share_hi": 0.35,
+    # data.parse_errors: how many locations the evidence lists (ours)
+    "parse_error_examples": 5,
+}
+
+
+@dataclass(frozen=True)
+class Rules:
+    values: Mapping[str, Any]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+
+def rules_for(overrides: Mapping[str, Any] | None) -> tuple[Rules, list[str]]:
+    """Defaults with a run's `[rules]` applied; unknown names are reported, not applied."""
+    values = dict(DEFAULTS)
+    unknown = []
+    for name, value in (overrides or {}).items():
+        if name in DEFAULTS and isinstance(value, (int, float)) and not isinstance(value, bool):
+            values[name] = value
+        else:
+            unknown.append(name)
+    return Rules(values), unknown

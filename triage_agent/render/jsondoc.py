@@ -1,0 +1,58 @@
+"""The JSON report document (spec: report.md, schema triage.report/v1)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from triage_agent.report import Report
+
+SCHEMA = "triage.report/v1"
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN: non-finite floats become null; numpy scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def rounds_summary(report: Report) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for rd in report.run.rounds:
+        out.setdefault(rd.role, []).append(rd.index)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def document(report: Report) -> dict[str, Any]:
+    run = report.run
+    doc = {
+        "schema": SCHEMA,
+        "run": {"path": str(run.root), "kind": run.kind, "rounds": rounds_summary(report),
+                "files": [{"path": f.path, "role": f.role} for f in run.files]},
+        "findings": [
+            {"id": f.id, "severity": f.severity, "title": f.title, "evidence": f.evidence,
+             **({"suggestion": {k: v for k, v in f.suggestion.items()}} if f.suggestion else {}),
+             **({"concerns": f.concerns} if f.concerns else {}), **({"stage": f.stage} if f.stage else {})}
+            for f in report.findings],
+        "diagnosis": [{"cause": d.cause, "findings": d.findings, "evidence": d.evidence, "confidence": d.confidence}
+                      for d in report.diagnosis],
+        "adjustments": [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "rationale": a.rationale,
+                         "predicted": a.predicted, "meets_target": a.meets_target, "findings": a.findings}
+                        for a in report.adjustments],
+        "rejected": [{"file": x.file, "key": x.key, "to": x.to, "reason": x.reason} for x in report.rejected],
+        "source": report.source,
+        "notes": report.notes,
+    }
+    return _clean(doc)
+
+
+def dumps(report: Report) -> str:
+    return json.dumps(document(report), indent=2, ensure_ascii=False)

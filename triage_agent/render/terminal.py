@@ -1,0 +1,178 @@
+"""The rich terminal view of a report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from triage_agent.analysis import filter as filt
+from triage_agent.analysis import rewards
+from triage_agent.findings.common import band, weights
+from triage_agent.findings.selector import trajectory
+from triage_agent.report import Report
+
+BARS = "▁▂▃▄▅▆▇█"
+SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
+
+
+def sparkline(values: list[float] | np.ndarray) -> str:
+    a = np.asarray(values, dtype=float)
+    a = a[np.isfinite(a)]
+    if not len(a):
+        return ""
+    lo, hi = float(a.min()), float(a.max())
+    if hi == lo:
+        return BARS[3] * len(a)
+    idx = ((a - lo) / (hi - lo) * (len(BARS) - 1)).round().astype(int)
+    return "".join(BARS[i] for i in idx)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
+
+
+def summary(report: Report) -> Panel:
+    run = report.run
+    lines = [f"[bold]{run.root}[/bold]  kind: [cyan]{run.kind}[/cyan]",
+             f"files: {len(run.files)}  configs: {len(run.config_files())}  "
+             f"rounds: {', '.join(f'{r.role} {r.index}' for r in run.rounds) or 'none'}"]
+    if run.metrics is not None:
+        lines.append(f"trainer metrics: {len(run.metrics.frame)} steps from {run.metrics.source}")
+    for scan in run.logs:
+        lines.append(f"log {scan.path}: {scan.lines} lines, {scan.metric_steps} metric steps"
+                     + (f", last step {scan.last_step}" if scan.last_step is not None else ""))
+    src = report.source
+    lines.append("source: " + ("deterministic rules (offline)" if src.get("kind") == "offline"
+                               else f"model {src.get('model')} at {src.get('endpoint')}"))
+    return Panel("\n".join(lines), title="triage", expand=False)
+
+
+def findings_table(report: Report) -> Table | Text:
+    if not report.findings:
+        return Text("No findings: nothing looks wrong by the rules.", style="green")
+    t = Table(title="Findings", show_lines=False, expand=False)
+    t.add_column("severity")
+    t.add_column("id")
+    t.add_column("what")
+    t.add_column("source", style="dim")
+    for f in report.findings:
+        t.add_row(Text(f.severity, style=SEVERITY_STYLE[f.severity]), f.id, f.title, str(f.evidence.get("source", "")))
+    return t
+
+
+def rounds_table(report: Report) -> Table | None:
+    run = report.run
+    w, _ = weights(run)
+    rows = []
+    for rd in run.rounds:
+        if rd.history is None:
+            continue
+        frame = rd.history.frame
+        comps = rewards.component_columns(frame, w)
+        if "accuracy" in frame.columns and "accuracy" not in comps:
+            comps = ["accuracy", *comps]
+        for name, st in rewards.history_stats(frame, comps).items():
+            rows.append((rd.name, name, st))
+    if not rows:
+        return None
+    t = Table(title="Per-round series", expand=False)
+    for col in ("round", "series", "mean", "first→last", "rho(step)", "swing", "curve"):
+        t.add_column(col)
+    for rname, name, st in rows[:40]:
+        t.add_row(rname, name, f"{st.mean:.3f}", f"{st.first:.3f}→{st.last:.3f}",
+                  "" if st.rho_step is None else f"{st.rho_step:+.2f}",
+                  "" if st.swing is None else f"{st.swing:.2f}", sparkline(st.spark))
+    return t
+
+
+def filter_panel(report: Report) -> Panel | None:
+    run = report.run
+    if run.filter_stats is None:
+        return None
+    b = band(run)
+    a = filt.audit(run.filter_stats.frame, b)
+    t = Table(expand=False, box=None)
+    t.add_column("accuracy")
+    t.add_column("before", justify="right")
+    t.add_column("")
+    t.add_column("after", justify="right")
+    t.add_column("")
+    top = max(a.hist_before) or 1
+    for i, cnt in enumerate(a.hist_before):
+        lo, hi = i / 10, (i + 1) / 10
+        after = a.hist_after[i] if a.hist_after else 0
+        mark = "◆" if hi > b[0] and lo < b[1] + 1e-9 else " "
+        t.add_row(f"{mark}{lo:.1f}-{hi:.1f}", str(cnt), "█" * round(20 * cnt / top), str(after),
+                  "█" * round(20 * after / top))
+    share_after = "n/a" if a.share_after is None else f"{a.share_after:.1%}"
+    caption = (f"band {b[0]:g}-{b[1]:g} (◆): {a.share_before:.1%} of {a.n_total} before, "
+               f"{share_after} of {a.n_kept} kept after")
+    return Panel(Group(t, Text(caption)), title=f"Filter ({run.filter_stats.source})", expand=False)
+
+
+def generator_panel(report: Report) -> Panel | None:
+    traj = trajectory(report.run)
+    if traj is None:
+        return None
+    lines = [f"target {traj.target:.2f}"]
+    for g in traj.rounds:
+        lines.append(f"round {g.index}: {g.start:.3f} → {g.end:.3f}  {sparkline(g.spark)}"
+                     + (f"  ckpt {g.checkpoint_in}→{g.checkpoint_out}" if g.checkpoint_in else ""))
+    return Panel("\n".join(lines), title="Generator accuracy", expand=False)
+
+
+def diagnosis_and_adjustments(report: Report) -> list[Any]:
+    out: list[Any] = []
+    if report.diagnosis:
+        t = Table(title="Diagnosis", expand=False)
+        t.add_column("cause")
+        t.add_column("findings")
+        t.add_column("conf.")
+        for d in report.diagnosis:
+            t.add_row(d.cause, ", ".join(d.findings), f"{d.confidence:.2f}")
+        out.append(t)
+    if report.adjustments:
+        t = Table(title="Suggested changes (re-computed on this run)", expand=False)
+        for col in ("file", "key", "from → to", "predicted", "meets target"):
+            t.add_column(col)
+        for a in report.adjustments:
+            pred = ", ".join(f"{k}={_fmt(v)}" for k, v in a.predicted.items() if not isinstance(v, dict))
+            met = {True: "[green]yes[/green]", False: "[red]no[/red]", None: "-"}[a.meets_target]
+            t.add_row(a.file, a.key, f"{_fmt(a.from_)} → {_fmt(a.to)}", pred, met)
+        out.append(t)
+    if report.rejected:
+        t = Table(title="Rejected suggestions", expand=False)
+        for col in ("file", "key", "to", "reason"):
+            t.add_column(col)
+        for x in report.rejected:
+            t.add_row(x.file, x.key, _fmt(x.to), x.reason)
+        out.append(t)
+    return out
+
+
+def render(report: Report, console: Console) -> None:
+    console.print(summary(report))
+    console.print(findings_table(report))
+    for part in (rounds_table(report), filter_panel(report), generator_panel(report)):
+        if part is not None:
+            console.print(part)
+    for extra in calibration_parts(report):
+        console.print(extra)
+    for part in diagnosis_and_adjustments(report):
+        console.print(part)
+    for note in report.notes:
+        console.print(f"[dim]note: {note}[/dim]")
+
+
+def calibration_parts(report: Report) -> list[Any]:
+    """Filled in by the calibration view (kept separate so selector runs stay short)."""
+    from triage_agent.render.calibration import parts
+
+    return parts(report)
