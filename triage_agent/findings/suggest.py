@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-
 from triage_agent.analysis import rewards, whatif
 from triage_agent.analysis.rollouts import reliability
 from triage_agent.findings.common import band, number, r, weights
@@ -56,9 +55,8 @@ def check(run: Run, file: str, key: str, to: Any) -> tuple[ConfigValue | None, s
         lo, hi = _score_range(run)
         if not lo <= new <= hi:
             return None, f"outside the score range [{lo:g}, {hi:g}]"
-    elif leaf in UNIT_KEYS or any(t in leaf for t in ("threshold", "share", "ratio", "rate")):
-        if not 0.0 <= new <= 1.0:
-            return None, "a threshold or share must be in 0..1"
+    elif (leaf in UNIT_KEYS or any(t in leaf for t in ("threshold", "share", "ratio", "rate"))) and not 0.0 <= new <= 1.0:
+        return None, "a threshold or share must be in 0..1"
     return cv, None
 
 

@@ -1,0 +1,58 @@
+"""Fixtures that build small run folders in tmp dirs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "sample_runs"
+REAL_RUNS = REPO.parent / "shared" / "real_runs"
+
+
+def write(root: Path, rel: str, content: Any) -> Path:
+    """Write text, a JSON-able object (for .json), rows (list of dicts) or a DataFrame by suffix."""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif isinstance(content, str):
+        path.write_text(content)
+    else:
+        frame = content if isinstance(content, pd.DataFrame) else None
+        if path.suffix == ".json":
+            path.write_text(json.dumps(content))
+        elif path.suffix == ".jsonl":
+            rows = frame.to_dict(orient="records") if frame is not None else content
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        elif path.suffix == ".csv":
+            (frame if frame is not None else pd.DataFrame(content)).to_csv(path, index=False)
+        elif path.suffix == ".parquet":
+            (frame if frame is not None else pd.DataFrame(content)).to_parquet(path, index=False)
+        else:
+            raise ValueError(rel)
+    return path
+
+
+@pytest.fixture
+def make_run(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
+    counter = {"n": 0}
+
+    def build(files: dict[str, Any]) -> Path:
+        counter["n"] += 1
+        root = tmp_path / f"run{counter['n']}"
+        root.mkdir()
+        for rel, content in files.items():
+            write(root, rel, content)
+        return root
+
+    return build
+
+
+def finding_ids(report: Any, min_severity: str = "info") -> set[str]:
+    return {f.id for f in report.findings if f.at_least(min_severity)}

@@ -1,0 +1,79 @@
+"""`triage inspect` end to end, through the console script's main()."""
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+
+from tests.conftest import SAMPLES
+from triage_agent.cli import main
+
+PLANTED = {
+    "healthy": set(),
+    "boundary_collapse": {"filter.boundary_starved", "reward.boundary_suppressed", "reward.boundary_oscillating",
+                          "generator.accuracy_off_target"},
+    "frozen_generator": {"rounds.generator_frozen", "rounds.selector_stale"},
+    "few_rollouts": {"rollouts.too_few"},
+}
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=Console(file=out, width=200), stderr=Console(file=err, width=200))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_sample_runs_raise_exactly_the_planted_findings(name):
+    code, out, _ = run_cli("inspect", str(SAMPLES / name), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema"] == "triage.report/v1"
+    raised = {f["id"] for f in doc["findings"] if f["severity"] in ("high", "medium")}
+    assert raised == PLANTED[name]
+    for a in doc["adjustments"]:
+        assert a["meets_target"] is True, a
+
+
+def test_boundary_collapse_report_document():
+    _, out, _ = run_cli("inspect", str(SAMPLES / "boundary_collapse"), "--json")
+    doc = json.loads(out)
+    assert doc["run"]["kind"] == "selector-generator"
+    assert doc["run"]["rounds"] == {"generator": [1, 2, 3], "selector": [1, 2, 3]}
+    assert doc["source"] == {"kind": "offline"}
+    starved = next(f for f in doc["findings"] if f["id"] == "filter.boundary_starved")
+    assert starved["evidence"]["source"] == "data/filter_stats.jsonl"
+    keys = {a["key"]: a for a in doc["adjustments"]}
+    assert keys["filter.easy_threshold"]["from"] == 0.4
+    assert keys["reward.weights.format"]["from"] == 1.5
+
+
+def test_fail_on_exit_codes():
+    assert run_cli("inspect", str(SAMPLES / "boundary_collapse"), "--fail-on", "high")[0] == 1
+    assert run_cli("inspect", str(SAMPLES / "few_rollouts"), "--fail-on", "medium")[0] == 1
+    assert run_cli("inspect", str(SAMPLES / "healthy"), "--fail-on", "low")[0] == 0
+
+
+def test_terminal_view_shows_findings_and_sparklines():
+    code, out, _ = run_cli("inspect", str(SAMPLES / "boundary_collapse"))
+    assert code == 0
+    assert "filter.boundary_starved" in out
+    assert any(ch in out for ch in "▁▂▃▄▅▆▇█")
+    assert "band 0.4-0.6" in out
+
+
+def test_missing_folder_is_one_line_exit_2(tmp_path):
+    code, out, err = run_cli("inspect", str(tmp_path / "missing"))
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0 and "no such folder" in err
+
+
+def test_console_script_json_stdout_only(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "triage_agent", "inspect", str(SAMPLES / "few_rollouts"), "--json"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0
+    json.loads(proc.stdout)
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,44 @@
+import math
+
+import numpy as np
+import pytest
+
+from triage_agent.analysis import stats
+from triage_agent.analysis.rollouts import reliability
+
+
+def test_swing_ratio_by_hand():
+    # diffs |1-0|,|0-1|,|1-0|,|0-1| -> mean 1; p95-p5 of [0,1,0,1,0] = 1-0 = 1
+    assert stats.swing_ratio([0, 1, 0, 1, 0]) == pytest.approx(1.0)
+    # a straight line 0..10: mean |diff| = 1; p5 = 0.5, p95 = 9.5 (numpy linear) -> 1/9
+    assert stats.swing_ratio(list(range(11))) == pytest.approx(1 / 9)
+
+
+def test_spearman_ties_and_monotone():
+    assert stats.spearman([1, 2, 3, 4], [10, 20, 30, 1000]) == pytest.approx(1.0)
+    assert stats.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # ranks x: 1,2,3,4 ; y = [1,1,2,2] -> ranks 1.5,1.5,3.5,3.5 ; pearson = 0.894427...
+    assert stats.spearman([1, 2, 3, 4], [1, 1, 2, 2]) == pytest.approx(2 / math.sqrt(5))
+    assert stats.spearman([1, 2, 3], [5, 5, 5]) is None
+
+
+def test_tail_and_histogram():
+    assert list(stats.tail(range(10), 0.2)) == [8, 9]
+    assert list(stats.tail(range(3), 0.1)) == [2]  # at least one point
+    assert stats.histogram([0.0, 0.05, 0.5, 1.0], bins=10) == [2, 0, 0, 0, 0, 1, 0, 0, 0, 1]
+
+
+def test_rollout_reliability_by_hand():
+    # n = 4: only k = 2 (0.5) is inside [0.4, 0.6]; P = C(4,2)/16 = 6/16
+    rel = reliability(4, (0.4, 0.6))
+    assert rel.standard_error == pytest.approx(0.25)
+    assert rel.p_outside_band == pytest.approx(1 - 6 / 16)
+    assert rel.attainable == [0.5]
+    # n = 10: k = 4, 5, 6 inside: (210 + 252 + 210) / 1024
+    assert reliability(10, (0.4, 0.6)).p_outside_band == pytest.approx(1 - 672 / 1024)
+    # n = 3: no attainable value inside the band
+    assert reliability(3, (0.4, 0.6)).p_outside_band == pytest.approx(1.0)
+
+
+def test_downsample_bucket_means():
+    assert stats.downsample(np.arange(8), 4) == [0.5, 2.5, 4.5, 6.5]
