@@ -17,6 +17,9 @@ PLANTED = {
                           "generator.accuracy_off_target"},
     "frozen_generator": {"rounds.generator_frozen", "rounds.selector_stale"},
     "few_rollouts": {"rollouts.too_few"},
+    "reward_hacking": {"hacking.proxy_gold_divergence", "hacking.high_score_failures", "calibration.miscalibrated",
+                       "calibration.too_frequent"},
+    "calibration_healthy": set(),
 }
 
 

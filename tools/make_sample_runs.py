@@ -238,6 +238,85 @@ def few_rollouts(run: Path) -> None:
                            gen_path=[(0.37, 0.44), (0.44, 0.48), (0.48, 0.50)])
 
 
+def calibration_config(interval: int, threshold: float) -> str:
+    return f"""# Policy trained against a solver (reward model / verifier), with adversarial calibration
+calibration:
+  calibrate_every_steps: {interval}     # policy steps between two solver calibrations
+  candidate_score_threshold: {threshold} # solver score at or above which a sample is a candidate
+  score_range: [0.0, 1.0]
+policy:
+  learning_rate: 1.0e-6
+"""
+
+
+def solver_run(run: Path, seed: int, *, hacking: bool) -> None:
+    rng = np.random.default_rng(seed)
+    steps = np.arange(0, 8000, 100)
+    x = steps / steps[-1]
+    if hacking:
+        proxy = 0.40 + 0.45 * x + rng.normal(0, 0.015, len(x))
+        gold = 0.36 - 0.03 * x + rng.normal(0, 0.015, len(x))
+    else:
+        proxy = 0.40 + 0.30 * x + rng.normal(0, 0.015, len(x))
+        gold = 0.35 + 0.28 * x + rng.normal(0, 0.015, len(x))
+    write_table(pd.DataFrame({"step": steps, "proxy_reward": proxy, "gold_pass_rate": gold}),
+                run / "eval" / "eval_history.csv")
+    n = 3000
+    sample_steps = rng.integers(0, 8000, n)
+    if hacking:
+        # overconfident: a third of the failures are scored like passes (the blind spots the policy found)
+        gold_pass = rng.random(n) < 0.35
+        fooled = ~gold_pass & (rng.random(n) < 0.45)
+        score = np.where(gold_pass | fooled, rng.beta(8, 2, n), rng.beta(2, 5, n))
+    else:
+        score = rng.beta(2, 2, n)
+        gold_pass = rng.random(n) < score  # calibrated: P(pass | score) = score
+    write_table(pd.DataFrame({"step": sample_steps, "sample_id": [f"s{i:05d}" for i in range(n)],
+                              "score": np.round(score, 4), "gold_pass": gold_pass}),
+                run / "eval" / "solver_scores.parquet")
+    interval = 500 if hacking else 2500
+    ev_steps = np.arange(interval, 8000, interval)
+    cands = rng.integers(150, 250, len(ev_steps))
+    confirmed = np.round(cands * (0.55 if hacking else 0.5)).astype(int)
+    flip = rng.uniform(0.12, 0.2, len(ev_steps)) if hacking else rng.uniform(0.02, 0.06, len(ev_steps))
+    write_table(pd.DataFrame({"step": ev_steps, "n_candidates": cands, "n_confirmed": confirmed, "flip_rate": flip,
+                              "score_min": 0.0, "score_max": np.round(1.0 - rng.uniform(0, 0.02, len(ev_steps)), 3)}),
+                run / "calibration" / "calibration_events.jsonl")
+    kinds = ["rename_vars", "reorder_clauses", "add_whitespace", "paraphrase_comment"]
+    base = rng.uniform(0.2, 0.9, 400)
+    write_table(pd.DataFrame({"sample_id": [f"s{i:05d}" for i in range(400)],
+                              "perturbation": [kinds[i % 4] for i in range(400)], "score": np.round(base, 4),
+                              "perturbed_score": np.round(np.clip(base + rng.normal(0, 0.04, 400), 0, 1), 4)}),
+                run / "calibration" / "perturbations.csv")
+    write_text(run / "configs" / "calibration_config.yaml", calibration_config(interval, 0.8))
+
+
+@sample("reward_hacking", """# reward_hacking
+
+A CalibForge-style run: the policy's proxy reward (mean solver score) climbs from 0.40 to
+0.85 while the gold pass rate (tests) stays flat near 0.35. The solver is overconfident:
+it scores a large share of failing samples as highly as passing ones. Calibrations run
+every 500 steps and flip 12-20% of a fixed validation set each time.
+
+Planted findings: `hacking.proxy_gold_divergence` (high), `hacking.high_score_failures`
+(high), `calibration.miscalibrated` (medium), `calibration.too_frequent` (medium).
+""")
+def reward_hacking(run: Path) -> None:
+    solver_run(run, 11, hacking=True)
+
+
+@sample("calibration_healthy", """# calibration_healthy
+
+A solver-calibration run that works: proxy reward and gold pass rate rise together, the
+solver is calibrated (P(pass | score) = score), calibrations run every 2500 steps and
+change few verdicts, and about half of the candidates are confirmed misjudged.
+
+Planted findings: none of severity medium or high.
+""")
+def calibration_healthy(run: Path) -> None:
+    solver_run(run, 12, hacking=False)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, default=ROOT)

@@ -7,7 +7,7 @@ import numpy as np
 from triage_agent.analysis.stats import tail
 from triage_agent.findings.common import r
 from triage_agent.findings.model import Finding
-from triage_agent.findings.rules import Rules
+from triage_agent.findings.rules import Rules, ge
 from triage_agent.runs.model import Run
 
 
@@ -30,14 +30,14 @@ def metric_findings(run: Run, rules: Rules) -> list[Finding]:
     out: list[Finding] = []
     frac = rules["tail_fraction"]
     zs = _tail_mean(run, "frac_reward_zero_std", frac)
-    if zs is not None and zs[0] >= rules["zero_std_share_max"] and run.metrics is not None:
+    if zs is not None and ge(zs[0], rules["zero_std_share_max"]) and run.metrics is not None:
         out.append(Finding(
             "reward.zero_variance_groups", "medium",
             f"{zs[0]:.0%} of rollout groups have tied rewards over the last {frac:.0%} of steps",
             {"mean_frac_reward_zero_std": r(zs[0]), "steps": zs[1], "source": run.metrics.source}))
     tr = _tail_mean(run, "clipped_ratio", frac)
-    if tr is not None and tr[0] >= rules["truncated_share"] and run.metrics is not None:
-        sev = "high" if tr[0] >= rules["truncated_share_high"] else "medium"
+    if tr is not None and ge(tr[0], rules["truncated_share"]) and run.metrics is not None:
+        sev = "high" if ge(tr[0], rules["truncated_share_high"]) else "medium"
         length = _tail_mean(run, "completion_length", frac)
         out.append(Finding(
             "generation.truncated", sev,

@@ -64,6 +64,17 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+EPS = 1e-9  # data like 0.6 - 0.5 must meet a 0.10 threshold, as it does on paper
+
+
+def ge(x: float, threshold: float) -> bool:
+    return x >= threshold - EPS
+
+
+def gt(x: float, threshold: float) -> bool:
+    return x > threshold + EPS
+
+
 @dataclass(frozen=True)
 class Rules:
     values: Mapping[str, Any]

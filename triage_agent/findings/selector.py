@@ -9,7 +9,7 @@ from triage_agent.analysis.rollouts import reliability
 from triage_agent.analysis.stats import spearman, swing_ratio
 from triage_agent.findings.common import band, number, r, suggestion, target_accuracy, weights
 from triage_agent.findings.model import Finding
-from triage_agent.findings.rules import Rules
+from triage_agent.findings.rules import Rules, ge, gt
 from triage_agent.runs.model import Round, Run
 
 
@@ -36,11 +36,11 @@ def filter_findings(run: Run, rules: Rules) -> list[Finding]:
         evidence = {"band": list(b), "share_before": r(a.share_before), "share_after": r(a.share_after),
                     "band_before": a.band_before, "band_after": a.band_after, "questions": a.n_total,
                     "kept": a.n_kept, "source": src}
-        lowered = (a.share_after <= a.share_before - rules["band_share_drop"]
+        lowered = (ge(a.share_before - a.share_after, rules["band_share_drop"])
                    or (a.band_before > 0 and a.band_after is not None
-                       and a.band_before - a.band_after >= rules["band_dropped_fraction"] * a.band_before))
-        off = a.share_after < rules["band_share_min"] and lowered
-        over = a.share_after > rules["band_share_max"]
+                       and ge(a.band_before - a.band_after, rules["band_dropped_fraction"] * a.band_before)))
+        off = not ge(a.share_after, rules["band_share_min"]) and lowered
+        over = gt(a.share_after, rules["band_share_max"])
         if off or over:
             sug = _threshold_suggestion(run, frame, b, easy, uns, rules)
             if sug:
@@ -51,7 +51,7 @@ def filter_findings(run: Run, rules: Rules) -> list[Finding]:
                                  f"(more than {rules['band_share_max']:.0%})")
             out.append(Finding(fid, "high" if off else "medium", title, evidence, sug[0] if sug else None))
     check_ = filt.rule_check(frame, easy, uns)
-    if check_ is not None and check_.rate > rules["rule_mismatch_rate"]:
+    if check_ is not None and gt(check_.rate, rules["rule_mismatch_rate"]):
         out.append(Finding(
             "filter.rule_mismatch", "high",
             f"{check_.n_mismatch} of {check_.n_checked} kept flags ({check_.rate:.1%}) disagree with the "
@@ -106,8 +106,8 @@ def reward_findings(run: Run, rules: Rules) -> list[Finding]:
     if w.get("boundary", 0) > 0 and "format" in w:
         ratio = w["format"] / w["boundary"]
     share = bal.shares.get("boundary") if bal else None
-    if (ratio is not None and ratio >= rules["format_boundary_ratio"]) or (
-            share is not None and share < rules["boundary_share_min"]):
+    if (ratio is not None and ge(ratio, rules["format_boundary_ratio"])) or (
+            share is not None and not ge(share, rules["boundary_share_min"])):
         evidence = {"weights": w, "format_boundary_ratio": r(ratio), "boundary_share": r(share),
                     "shares": {k: r(v) for k, v in (bal.shares if bal else {}).items()},
                     "approximate": bal.approximate if bal else None,
@@ -124,7 +124,7 @@ def reward_findings(run: Run, rules: Rules) -> list[Finding]:
                 evidence["predicted"] = {"shares": {k: r(v) for k, v in change.shares.items()}}
         title = (f"The boundary reward carries {share:.0%} of the reward signal" if share is not None
                  else "The boundary reward is outweighed")
-        if ratio is not None and ratio >= rules["format_boundary_ratio"]:
+        if ratio is not None and ge(ratio, rules["format_boundary_ratio"]):
             title += f"; format weight is {ratio:g}x the boundary weight"
         out.append(Finding("reward.boundary_suppressed", "high", title, evidence, sug))
     if last is not None and last.history is not None and "boundary" in last.history.frame.columns:
@@ -132,7 +132,7 @@ def reward_findings(run: Run, rules: Rules) -> list[Finding]:
         vals = frame["boundary"].to_numpy(dtype=float)
         swing = swing_ratio(vals)
         rho = spearman(frame["step"].to_numpy(dtype=float), vals)
-        if swing is not None and swing >= rules["swing_ratio_max"] and (rho is None or rho < rules["boundary_rho_min"]):
+        if swing is not None and ge(swing, rules["swing_ratio_max"]) and (rho is None or rho < rules["boundary_rho_min"]):
             out.append(Finding(
                 "reward.boundary_oscillating", "medium",
                 f"The boundary reward of {last.name} swings (swing ratio {swing:.2f}) without rising "
@@ -198,8 +198,8 @@ def round_findings(run: Run, rules: Rules) -> list[Finding]:
             continue
         comps = rewards.component_columns(a.history.frame, w)
         diffs = rounds.diff_components(a.history.frame, b.history.frame, comps)
-        if diffs and all(d.rel_change <= rules["stale_rel_change"] and d.curve_r is not None
-                         and d.curve_r >= rules["stale_curve_r"] for d in diffs):
+        if diffs and all(not gt(d.rel_change, rules["stale_rel_change"]) and d.curve_r is not None
+                         and ge(d.curve_r, rules["stale_curve_r"]) for d in diffs):
             stale.append({"rounds": [a.name, b.name],
                           "max_rel_change": r(max(d.rel_change for d in diffs), 4),
                           "min_curve_r": r(min(d.curve_r or 0.0 for d in diffs)),
@@ -231,14 +231,14 @@ def generator_findings(run: Run, rules: Rules) -> list[Finding]:
     src = next(g.history.source for g in run.rounds_of("generator") if g.index == last.index and g.history)
     gap = last.end - traj.target
     moved = traj.moved_toward_target()
-    if abs(gap) > rules["target_gap"] and moved is not None and moved < rules["target_progress_min"]:
+    if gt(abs(gap), rules["target_gap"]) and moved is not None and not ge(moved, rules["target_progress_min"]):
         out.append(Finding(
             "generator.accuracy_off_target", "medium",
             f"The generator ends at {last.end:.0%} accuracy, target {traj.target:.0%}, and is not closing the gap",
             {"end_accuracy": r(last.end), "target": traj.target, "gap": r(gap),
              "previous_end": r(prev.end) if prev else None, "moved_toward_target": r(moved),
              "round": f"generator_round{last.index}", "source": src}))
-    if prev is not None and last.end <= prev.end - rules["regression_drop"]:
+    if prev is not None and ge(prev.end - last.end, rules["regression_drop"]):
         out.append(Finding(
             "generator.accuracy_regressed", "medium",
             f"Generator accuracy fell from {prev.end:.0%} to {last.end:.0%} in its last round",

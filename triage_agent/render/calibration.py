@@ -1,11 +1,56 @@
-"""Terminal parts for solver-calibration runs: proxy vs gold, reliability table, events."""
+"""Terminal parts for solver-calibration runs: proxy vs gold, reliability table, events, stages."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.panel import Panel
+from rich.table import Table
+
+from triage_agent.analysis import calibration as cal
+from triage_agent.analysis.stats import downsample
+from triage_agent.findings.calibration import score_range
 from triage_agent.report import Report
 
 
 def parts(report: Report) -> list[Any]:
-    return []
+    from triage_agent.render.terminal import sparkline
+
+    run = report.run
+    out: list[Any] = []
+    if run.eval_history is not None and {"proxy_reward", "gold_pass_rate"} <= set(run.eval_history.frame.columns):
+        f = run.eval_history.frame.sort_values("step")
+        pg = cal.proxy_gold(f)
+        lines = [f"proxy {pg.proxy_first:.2f} → {pg.proxy_last:.2f}  {sparkline(downsample(f['proxy_reward'], 40))}",
+                 f"gold  {pg.gold_first:.2f} → {pg.gold_last:.2f}  {sparkline(downsample(f['gold_pass_rate'], 40))}"]
+        if pg.divergence_step is not None:
+            lines.append(f"diverging from step {pg.divergence_step}")
+        out.append(Panel("\n".join(lines), title=f"Proxy vs gold ({run.eval_history.source})", expand=False))
+    if run.solver_scores is not None:
+        frame = run.solver_scores.frame
+        rel = cal.reliability(frame["score"].to_numpy(dtype=float), frame["gold_pass"].astype(bool).to_numpy(),
+                              score_range(run))
+        t = Table(title=f"Reliability (ECE {rel.ece:.3f}, {run.solver_scores.source})", expand=False)
+        for col in ("score bin", "n", "mean score", "gold rate", "gap"):
+            t.add_column(col)
+        for b in rel.bins:
+            t.add_row(f"{b['lo']:.1f}-{b['hi']:.1f}", str(b["n"]), f"{b['mean_score']:.2f}", f"{b['gold_rate']:.2f}",
+                      f"{float(b['mean_score']) - float(b['gold_rate']):+.2f}")
+        out.append(t)
+    if run.calibration_events is not None:
+        t = Table(title=f"Calibration events ({run.calibration_events.source})", expand=False)
+        cols = [c for c in ("step", "n_candidates", "n_confirmed", "flip_rate", "score_min", "score_max")
+                if c in run.calibration_events.frame.columns]
+        for c in cols:
+            t.add_column(c)
+        for _, row in run.calibration_events.frame.sort_values("step").head(20).iterrows():
+            t.add_row(*(f"{row[c]:g}" if isinstance(row[c], float) else str(row[c]) for c in cols))
+        out.append(t)
+    if report.troubleshooting:
+        t = Table(title="Troubleshooting order", expand=False)
+        for col in ("stage", "question", "status", "findings"):
+            t.add_column(col)
+        for s in report.troubleshooting:
+            t.add_row(s.stage, s.question, s.status, ", ".join(s.findings))
+        out.append(t)
+    return out

@@ -48,6 +48,9 @@ def document(report: Report) -> dict[str, Any]:
                          "predicted": a.predicted, "meets_target": a.meets_target, "findings": a.findings}
                         for a in report.adjustments],
         "rejected": [{"file": x.file, "key": x.key, "to": x.to, "reason": x.reason} for x in report.rejected],
+        **({"troubleshooting": [{"stage": t.stage, "question": t.question, "findings": t.findings,
+                                  "status": t.status} for t in report.troubleshooting]}
+           if report.troubleshooting else {}),
         "source": report.source,
         "notes": report.notes,
     }
