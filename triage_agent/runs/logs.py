@@ -81,6 +81,19 @@ class _Traceback:
         self.exception: tuple[str, str, int] | None = None
 
 
+def _continues(tb: _Traceback, text: str, lineno: int) -> bool:
+    """Whether `text` still belongs to the traceback being read (frames, chained causes, the exception)."""
+    if text.startswith((" ", "\t")) or (not text.strip() and tb.exception is None):
+        return True
+    if text.startswith(_EXC_SKIP):
+        return True
+    em = _EXC_LINE.match(text.strip())
+    if em and ("Error" in text or "Exception" in text or "Interrupt" in text or em.group("msg") is None):
+        tb.exception = (em.group("inner") or em.group("type"), (em.group("msg") or "").strip()[:300], lineno)
+        return True
+    return False
+
+
 def scan_log(path: Path, rel: str, keep_metrics: bool = True) -> LogScan:
     scan = LogScan(path=rel)
     tb: _Traceback | None = None
@@ -98,6 +111,14 @@ def scan_log(path: Path, rel: str, keep_metrics: bool = True) -> LogScan:
             if not interesting:
                 continue
             text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            if tb is not None:
+                if _continues(tb, text, lineno):
+                    continue
+                if tb.exception and not tb.logged:
+                    etype, msg, eline = tb.exception
+                    last_crash = CrashInfo(etype, msg, eline)
+                    last_crash_after_progress = False
+                tb = None
             if b"step:" in raw:
                 row = parse_metric_line(text)
                 if row is not None:
@@ -128,23 +149,6 @@ def scan_log(path: Path, rel: str, keep_metrics: bool = True) -> LogScan:
                 tb = _Traceback(logged=idx > 0)
                 if tb.logged:
                     scan.handled_tracebacks += 1
-                continue
-            if tb is not None:
-                if text.startswith((" ", "\t")) or not text.strip() and tb.exception is None:
-                    continue
-                em = _EXC_LINE.match(text.strip())
-                if em and not text.startswith(_EXC_SKIP) and ("Error" in text or "Exception" in text
-                                                              or em.group("msg") is None or "Interrupt" in text):
-                    etype = em.group("inner") or em.group("type")
-                    tb.exception = (etype, (em.group("msg") or "").strip()[:300], lineno)
-                    continue
-                if text.startswith(_EXC_SKIP):
-                    continue
-                if tb.exception and not tb.logged:
-                    etype, msg, eline = tb.exception
-                    last_crash = CrashInfo(etype, msg, eline)
-                    last_crash_after_progress = False
-                tb = None
                 continue
             for pattern, label in _FATAL:
                 if pattern.search(text):

@@ -1,0 +1,201 @@
+"""Real trainer outputs: TRL, verl (console and JSONL), TensorBoard, W&B, and the shared real runs."""
+
+import json
+import time
+
+import pytest
+
+from tests.conftest import REAL_RUNS, finding_ids
+from triage_agent.commands.inspect import inspect
+from triage_agent.runs.load import load_run
+
+
+def trl_state(rows):
+    return {"global_step": rows[-1]["step"], "logging_steps": 1, "log_history": rows}
+
+
+def test_trl_keys_are_mapped(make_run):
+    rows = [{"step": s, "epoch": s / 10, "reward": 0.1 * s, "reward_std": 0.5, "frac_reward_zero_std": 0.25,
+             "completions/clipped_ratio": 0.1, "completions/mean_length": 100 + s, "kl": 0.01 * s,
+             "entropy": 1.0 - 0.1 * s, "rewards/format_fn/mean": 0.5, "rewards/format_fn/std": 0.1,
+             "rewards/acc_fn": 0.2 * s} for s in range(1, 6)]
+    rows.append({"step": 5, "eval_loss": 1.0, "eval_reward": 0.3})
+    rows.append({"step": 5, "train_runtime": 100.0, "train_loss": 0.1, "total_flos": 0.0})
+    run = load_run(make_run({"out/trainer_state.json": trl_state(rows)}))
+    m = run.metrics.frame
+    assert m["step"].tolist() == [1, 2, 3, 4, 5]  # eval and summary rows kept apart
+    assert m["reward"].tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+    assert m["reward_std"].iloc[0] == 0.5 and m["frac_reward_zero_std"].iloc[0] == 0.25
+    assert m["clipped_ratio"].iloc[0] == 0.1 and m["completion_length"].tolist()[:2] == [101, 102]
+    assert m["kl"].iloc[-1] == pytest.approx(0.05) and m["entropy"].iloc[-1] == pytest.approx(0.5)
+    (policy,) = run.rounds
+    assert sorted(c for c in policy.history.frame.columns) == ["acc_fn", "format_fn", "step", "total"]
+    assert policy.history.frame["acc_fn"].tolist() == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0])
+    assert any("1 eval rows" in n for n in run.notes)
+
+
+def test_trl_older_completion_length_key(make_run):
+    rows = [{"step": s, "completion_length": 50.0, "reward": 0.1} for s in range(1, 4)]
+    run = load_run(make_run({"training_logs.json": trl_state(rows)}))
+    assert run.metrics.frame["completion_length"].tolist() == [50.0, 50.0, 50.0]
+
+
+@pytest.mark.parametrize(("clipped", "zero_std", "expected"), [
+    (0.29, 0.49, set()), (0.30, 0.5, {"generation.truncated", "reward.zero_variance_groups"})])
+def test_any_run_findings_thresholds(make_run, clipped, zero_std, expected):
+    # first 80% of steps are clean; only the last 20% (steps 9, 10) count
+    rows = [{"step": s, "reward": 0.1, "completions/clipped_ratio": 0.0 if s <= 8 else clipped,
+             "frac_reward_zero_std": 0.0 if s <= 8 else zero_std} for s in range(1, 11)]
+    rep = inspect(make_run({"trainer_state.json": trl_state(rows)}))
+    assert finding_ids(rep, "medium") == expected
+
+
+def test_truncated_high_at_080(make_run):
+    rows = [{"step": s, "completions/clipped_ratio": 0.8} for s in range(1, 6)]
+    rep = inspect(make_run({"trainer_state.json": trl_state(rows)}))
+    assert next(f for f in rep.findings if f.id == "generation.truncated").severity == "high"
+
+
+VERL_LINE = ("\x1b[36m(TaskRunner pid=123)\x1b[0m step:{s} - critic/score/mean:np.float64({r}) - "
+             "critic/rewards/mean:{r} - response_length/mean:{L} - response_length/clip_ratio:np.float64(0.5) - "
+             "actor/entropy:0.9 - actor/kl_loss:0.01 - val-core/acc/mean:0.3 - timing_s/gen:12.5\n")
+
+
+def test_verl_console_lines(make_run):
+    log = "starting\n" + "".join(VERL_LINE.format(s=s, r=0.1 * s, L=100 * s) for s in (1, 2, 3)) + "done\n"
+    run = load_run(make_run({"verl_demo.log": log}))
+    m = run.metrics.frame
+    assert m["step"].tolist() == [1, 2, 3]
+    assert m["reward"].tolist() == pytest.approx([0.1, 0.2, 0.3])
+    assert m["completion_length"].tolist() == [100, 200, 300]
+    assert m["clipped_ratio"].tolist() == [0.5] * 3
+    assert m["entropy"].iloc[0] == 0.9 and m["kl"].iloc[0] == 0.01
+    (scan,) = run.logs
+    assert (scan.metric_steps, scan.last_step, scan.last_step_line, scan.crash) == (3, 3, 4, None)
+    assert "generation.truncated" in finding_ids(inspect(run.root))
+
+
+def test_verl_file_logger_jsonl(make_run):
+    rows = [{"step": s, "data": {"critic/score/mean": 0.2 * s, "response_length/clip_ratio": 0.0,
+                                 "actor/entropy": 1.1}} for s in (1, 2)]
+    run = load_run(make_run({"logs/metrics.jsonl": rows}))
+    assert run.metrics.frame["reward"].tolist() == pytest.approx([0.2, 0.4])
+    assert run.metrics.frame["entropy"].tolist() == [1.1, 1.1]
+
+
+def test_tensorboard_event_file(make_run, tmp_path):
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    root = make_run({"configs/x_config.yaml": "a: 1\n"})
+    writer = EventFileWriter(str(root / "tb"))
+    for s in range(1, 4):
+        values = [summary_pb2.Summary.Value(tag="train/reward", simple_value=0.25 * s),
+                  summary_pb2.Summary.Value(tag="train/rewards/fmt/mean", simple_value=0.5),
+                  summary_pb2.Summary.Value(tag="train/completions/clipped_ratio", simple_value=0.9)]
+        writer.add_event(event_pb2.Event(wall_time=time.time(), step=s, summary=summary_pb2.Summary(value=values)))
+    writer.close()
+    run = load_run(root)
+    m = run.metrics.frame
+    assert m["step"].tolist() == [1, 2, 3]
+    assert m["reward"].tolist() == pytest.approx([0.25, 0.5, 0.75])
+    assert m["rc:fmt"].tolist() == pytest.approx([0.5] * 3)
+    assert finding_ids(inspect(root), "high") == {"generation.truncated"}
+
+
+def test_wandb_run_folder(make_run):
+    hist = [{"_step": s, "train/global_step": s * 10, "train/reward": 0.1 * s, "train/frac_reward_zero_std": 0.9,
+             "_runtime": 1.0} for s in range(1, 5)]
+    files = {
+        "wandb/run-20250101_000000-abc/files/wandb-history.jsonl": hist,
+        "wandb/run-20250101_000000-abc/files/wandb-summary.json": {"train/reward": 0.4, "_step": 4},
+        "wandb/run-20250101_000000-abc/files/config.yaml":
+            "wandb_version: 1\nbeta:\n  desc: null\n  value: 0.04\nmax_completion_length:\n  value: 256\n",
+        "wandb/run-20250101_000000-abc/files/output.log": "hello\n",
+        "wandb/run-20250101_000000-abc/run-abc.wandb": b"\x00binary",
+    }
+    run = load_run(make_run(files))
+    assert run.metrics.frame["step"].tolist() == [10, 20, 30, 40]
+    assert run.metrics.frame["reward"].tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    beta = run.config("beta")
+    assert (beta.key, beta.value) == ("beta.value", 0.04)
+    assert any("wandb sync" in n for n in run.notes)
+    assert "reward.zero_variance_groups" in finding_ids(inspect(run.root))
+
+
+TRACEBACK = """Traceback (most recent call last):
+  File "train.py", line 10, in <module>
+    main()
+  File "train.py", line 5, in main
+    raise {exc}
+{exc_line}
+"""
+
+
+def test_crash_traceback_is_found_with_line_and_last_step(make_run):
+    log = (VERL_LINE.format(s=7, r=0.1, L=10) + "more output\n"
+           + TRACEBACK.format(exc="RuntimeError('boom')", exc_line="RuntimeError: boom"))
+    rep = inspect(make_run({"train.log": log}))
+    f = next(f for f in rep.findings if f.id == "log.crash")
+    assert f.evidence["exception"] == "RuntimeError" and f.evidence["message"] == "boom"
+    assert f.evidence["line"] == 8 and f.evidence["last_step"] == 7
+
+
+def test_traceback_followed_by_progress_is_not_a_crash(make_run):
+    log = (TRACEBACK.format(exc="ValueError('x')", exc_line="ValueError: x")
+           + VERL_LINE.format(s=1, r=0.1, L=10))
+    assert "log.crash" not in finding_ids(inspect(make_run({"train.log": log})))
+
+
+def test_logged_traceback_is_a_handled_error(make_run):
+    log = ("ERROR:2026-03-26 21:59:41,526:Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+           "TypeError: cannot unpack\nnext line\n")
+    run = load_run(make_run({"w.log": log}))
+    assert run.logs[0].crash is None and run.logs[0].handled_tracebacks == 1
+
+
+@pytest.mark.parametrize(("line", "label"), [
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "CUDA OOM"),
+    ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 600000 ms", "NCCL timeout"),
+    ("Loss is nan, stopping training", "NaN/inf loss"),
+    ("Segmentation fault (core dumped)", "Segmentation fault"),
+])
+def test_fatal_lines(make_run, line, label):
+    log = VERL_LINE.format(s=3, r=0.1, L=10) + line + "\n"
+    rep = inspect(make_run({"run.log": log}))
+    f = next(f for f in rep.findings if f.id == "log.crash")
+    assert label in f.evidence["exception"] and f.evidence["line"] == 2
+
+
+def test_no_progress_with_progress_bar(make_run):
+    log = "loading model\nTraining Progress:   0%|          | 0/58 [07:16<?, ?it/s]\n"
+    rep = inspect(make_run({"run.log": log}))
+    f = next(f for f in rep.findings if f.id == "log.no_progress")
+    assert f.evidence["progress"] == "0/58" and f.evidence["line"] == 2
+    log = "Training Progress:   2%|          | 1/58 [07:16<?, ?it/s]\n"
+    assert "log.no_progress" not in finding_ids(inspect(make_run({"run.log": log})))
+
+
+REAL = {
+    "trl-grpo-chaos-economy-a": {"generation.truncated"},
+    "trl-grpo-chaos-economy-b": {"generation.truncated"},
+    "verl-ppo-maze-crash": {"log.crash"},
+    "verl-ppo-tpu-stalled": {"log.no_progress"},
+    "verl-grpo-gui-cursor": set(),
+}
+
+
+@pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared/real_runs is not beside this checkout")
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_runs(name):
+    rep = inspect(REAL_RUNS / name)
+    assert finding_ids(rep, "medium") == REAL[name]
+    if name == "verl-ppo-maze-crash":
+        f = rep.findings[0]
+        assert f.evidence["exception"] == "NotImplementedError" and f.evidence["last_step"] is None
+    if name == "verl-grpo-gui-cursor":
+        assert rep.run.metrics.frame["step"].tolist() == [1, 2]
+        assert rep.run.metrics.frame["reward"].tolist() == pytest.approx([0.6530305743217468, 0.6419896483421326])
+    if name.startswith("trl"):
+        assert rep.run.metrics.frame["clipped_ratio"].iloc[-1] == 1.0
+    json.dumps([f.evidence for f in rep.findings])
