@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -13,7 +14,17 @@ from triage_agent.findings.model import SEVERITIES
 
 EXAMPLES = {
     "inspect": "example: triage inspect sample_runs/boundary_collapse --json --fail-on high",
+    "report": "example: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 triage report sample_runs/boundary_collapse --json",
+    "ask": 'example: triage ask sample_runs/boundary_collapse "why does the boundary reward oscillate?"',
 }
+
+
+def _endpoint_flags(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--model", help="model name (else $TRIAGE_MODEL, the profile, or the endpoint's first model)")
+    sp.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
+    sp.add_argument("--profile", help="a profile of ~/.config/triage/config.toml")
+    sp.add_argument("--dry-run", action="store_true", help="print exactly what would be sent, and send nothing")
+    sp.add_argument("--no-save", action="store_true", help="do not save a transcript in the state dir")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,7 +37,30 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("run", help="the run folder")
     sp.add_argument("--json", action="store_true", help="print the JSON report document on stdout")
     sp.add_argument("--fail-on", choices=SEVERITIES[:3], help="exit 1 when a finding this severe or worse exists")
+    sp = sub.add_parser("report", help="diagnosis and checked config changes, from a model when one is configured",
+                        description="Ask the configured model for a diagnosis; every suggested change is checked and "
+                                    "re-computed on the run. Without an endpoint, the offline report.",
+                        epilog=EXAMPLES["report"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("run", help="the run folder")
+    sp.add_argument("--json", action="store_true", help="print the JSON report document on stdout")
+    sp.add_argument("--offline", action="store_true", help="never call a model")
+    sp.add_argument("--fail-on", choices=SEVERITIES[:3], help="exit 1 when a finding this severe or worse exists")
+    _endpoint_flags(sp)
+    sp = sub.add_parser("ask", help="ask a question about a run (answer streamed)",
+                        description="Ask the configured model a question about one run; the question may come on stdin.",
+                        epilog=EXAMPLES["ask"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("run", help="the run folder")
+    sp.add_argument("question", nargs="?", help="the question (else read from stdin)")
+    _endpoint_flags(sp)
     return p
+
+
+def _usage_line(source: dict, err: Console) -> None:  # type: ignore[type-arg]
+    if source.get("requests"):
+        est = " (estimated)" if source.get("usage_estimated") else ""
+        err.print(f"[dim]{source.get('endpoint')} · {source.get('model')} · {source['requests']} requests · "
+                  f"{source.get('prompt_tokens', 0)} prompt + {source.get('completion_tokens', 0)} completion "
+                  f"tokens{est}[/dim]", highlight=False)
 
 
 def _fail_code(report, fail_on: str | None) -> int:  # type: ignore[no-untyped-def]
@@ -53,6 +87,8 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
             else:
                 terminal.render(report, out)
             return _fail_code(report, args.fail_on)
+        if args.command in ("report", "ask"):
+            return _model_command(args, out, err)
     except TriageError as exc:
         err.print(f"triage: {exc}", markup=False, highlight=False)
         return exc.exit_code
@@ -60,6 +96,51 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
         err.print("triage: interrupted")
         return 130
     return 2
+
+
+def _model_command(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import os
+
+    from triage_agent.commands.report import DryRun, dry_run_json
+    from triage_agent.llm.settings import resolve
+    from triage_agent.render import jsondoc, terminal
+
+    settings = resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
+    env = dict(os.environ)
+    if args.command == "report":
+        from triage_agent.commands.report import report
+
+        result = report(args.run, settings, offline=args.offline, dry_run=args.dry_run, save=not args.no_save, env=env)
+        if isinstance(result, DryRun):
+            out.file.write(dry_run_json(result) + "\n")
+            return 0
+        if args.json:
+            out.file.write(jsondoc.dumps(result) + "\n")
+        else:
+            terminal.render(result, out)
+        for note in result.notes if args.json else []:
+            err.print(f"note: {note}", highlight=False, markup=False)
+        _usage_line(result.source, err)
+        return _fail_code(result, args.fail_on)
+    from triage_agent.commands.ask import ask
+
+    question = args.question if args.question is not None else (sys.stdin.read() if not sys.stdin.isatty() else "")
+
+    def on_text(chunk: str) -> None:
+        out.file.write(chunk)
+        out.file.flush()
+
+    def on_tool(ev) -> None:  # type: ignore[no-untyped-def]
+        err.print(f"[dim]→ {ev.name}({ev.arguments[:80]}) {ev.seconds * 1000:.0f} ms[/dim]", highlight=False)
+
+    result = ask(args.run, question, settings, on_text=on_text, on_tool=on_tool, dry_run=args.dry_run,
+                 save=not args.no_save, env=env)
+    if isinstance(result, DryRun):
+        out.file.write(dry_run_json(result) + "\n")
+        return 0
+    out.file.write("\n")
+    _usage_line(result.source, err)
+    return 0
 
 
 if __name__ == "__main__":

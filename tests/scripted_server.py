@@ -1,0 +1,121 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1 (real HTTP), for tests.
+
+Each POST to /v1/chat/completions takes the next scripted reply: a dict
+{"status": int, "json": body, "headers": {...}} or {"stream": [chunk, ...]} (sent as SSE),
+or a callable(request_body) returning one. Every request body is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def completion(content: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
+               usage: dict[str, int] | None = None, **message_extra: Any) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": content, **message_extra}
+    if tool_calls:
+        msg["tool_calls"] = tool_calls
+    body: dict[str, Any] = {"id": "c1", "object": "chat.completion", "created": 0, "model": "scripted",
+                            "choices": [{"index": 0, "message": msg,
+                                         "finish_reason": "tool_calls" if tool_calls else "stop"}]}
+    if usage is not False:
+        body["usage"] = usage or {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    return {"status": 200, "json": body}
+
+
+def tool_call(name: str, arguments: Any, id: str = "call_1") -> dict[str, Any]:
+    return {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"status": status, "json": {"error": {"message": message, "type": "error"}}, "headers": headers or {}}
+
+
+class ScriptedServer:
+    def __init__(self, script: list[Any], models: list[str] | None = None) -> None:
+        self.script = list(script)
+        self.models = models if models is not None else ["scripted-model"]
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/v1/models"):
+                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.startswith("/v1/"):
+                    self._send(404, {"error": {"message": "Not Found"}})
+                    return
+                server.requests.append(body)
+                server.headers.append(dict(self.headers))
+                if not server.script:
+                    self._send(500, {"error": {"message": "script exhausted"}})
+                    return
+                reply = server.script.pop(0)
+                if callable(reply):
+                    reply = reply(body)
+                if "stream" in reply:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    for chunk in reply["stream"]:
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    return
+                self._send(reply["status"], reply["json"], reply.get("headers"))
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def stream_chunks(text: str | None = None, tool_calls: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """SSE chunks: text in pieces, or tool-call deltas split across chunks by index."""
+    base = {"id": "s1", "object": "chat.completion.chunk", "created": 0, "model": "scripted"}
+    chunks = []
+    if text:
+        for i in range(0, len(text), 7):
+            chunks.append(base | {"choices": [{"index": 0, "delta": {"content": text[i:i + 7]}, "finish_reason": None}]})
+    for idx, tc in enumerate(tool_calls or []):
+        args = tc["function"]["arguments"]
+        chunks.append(base | {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": idx, "id": tc["id"], "type": "function", "function": {"name": tc["function"]["name"], "arguments": ""}}]},
+            "finish_reason": None}]})
+        for i in range(0, len(args), 5):
+            chunks.append(base | {"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": idx, "function": {"arguments": args[i:i + 5]}}]}, "finish_reason": None}]})
+    chunks.append(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return chunks

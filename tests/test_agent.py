@@ -1,0 +1,247 @@
+"""The agent against a scripted OpenAI-compatible server over real HTTP on 127.0.0.1."""
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from tests.conftest import SAMPLES
+from tests.scripted_server import ScriptedServer, completion, error, stream_chunks, tool_call
+from triage_agent.agent import tools
+from triage_agent.cli import main
+from triage_agent.commands.ask import ask
+from triage_agent.commands.report import report
+from triage_agent.errors import TriageError
+from triage_agent.llm.settings import Settings
+
+KEY = "sk-test-SECRET-0123456789"
+RUN = SAMPLES / "boundary_collapse"
+
+GOOD_ANSWER = {
+    "diagnosis": [{"cause": "The filter starves the band and format outweighs boundary.",
+                   "findings": ["filter.boundary_starved", "reward.boundary_suppressed", "not.a.finding"],
+                   "evidence": "share after 0.0; boundary share 0.04", "confidence": 0.8}],
+    "adjustments": [
+        {"file": "configs/filter_config.yaml", "key": "filter.easy_threshold", "to": 0.45, "rationale": "loosen"},
+        {"file": "configs/train_config.yaml", "key": "reward.weights.format", "to": 0.3, "rationale": "rebalance"},
+        {"file": "train.py", "key": "lr", "to": 1e-5, "rationale": "faster"},
+        {"file": "configs/filter_config.yaml", "key": "filter.unsolvable_threshold", "to": 1.5, "rationale": "x"},
+        {"file": "configs/filter_config.yaml", "key": "filter.nope", "to": 0.5, "rationale": "x"}]}
+
+
+def settings(server, **kw):
+    return Settings(base_url=server.base_url, api_key=KEY, model="scripted-model", retry_wait=0.01, **kw)
+
+
+def cli(*argv, stdin=None):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=Console(file=out, width=200), stderr=Console(file=err, width=200))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TRIAGE_BASE_URL", "TRIAGE_API_KEY", "TRIAGE_MODEL", "TRIAGE_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return monkeypatch
+
+
+def test_full_report_loop_through_the_cli(env, tmp_path):
+    script = [completion(tool_calls=[tool_call("filter_audit", "{}", "c1"), tool_call("reward_balance", "{}", "c2")]),
+              completion(json.dumps(GOOD_ANSWER))]
+    with ScriptedServer(script) as srv:
+        env.setenv("OPENAI_BASE_URL", srv.base_url)
+        env.setenv("OPENAI_API_KEY", KEY)
+        env.setenv("TRIAGE_MODEL", "scripted-model")
+        code, out, err = cli("report", str(RUN), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["source"]["kind"] == "model" and doc["source"]["requests"] == 2
+    assert doc["source"]["model"] == "scripted-model" and doc["source"]["endpoint"].startswith("127.0.0.1:")
+    assert doc["diagnosis"][0]["findings"] == ["filter.boundary_starved", "reward.boundary_suppressed"]
+    adj = {a["key"]: a for a in doc["adjustments"]}
+    assert adj["filter.easy_threshold"]["from"] == 0.4
+    assert adj["filter.easy_threshold"]["predicted"] == {"band_share_after_filter": 0.281, "kept": 619}
+    assert adj["filter.easy_threshold"]["meets_target"] is True
+    assert adj["reward.weights.format"]["predicted"]["boundary_share"] >= 0.40
+    reasons = {r["key"]: r["reason"] for r in doc["rejected"]}
+    assert "training code" in reasons["lr"]
+    assert "0..1" in reasons["filter.unsolvable_threshold"]
+    assert "no key" in reasons["filter.nope"]
+    # the tools' results went back as tool messages, both in the second request
+    second = srv.requests[1]["messages"]
+    tool_msgs = [m for m in second if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["c1", "c2"]
+    assert json.loads(tool_msgs[0]["content"])["source"] == "data/filter_stats.jsonl"
+    # budget: at most 4 requests and 8,000 prompt tokens (estimated from what the server received)
+    assert len(srv.requests) <= 4
+    assert sum(len(json.dumps(r["messages"])) + len(json.dumps(r.get("tools", []))) for r in srv.requests) / 4 < 8000
+    # the key travels only in the Authorization header
+    assert all(KEY not in json.dumps(r) for r in srv.requests)
+    assert {k.lower(): v for k, v in srv.headers[0].items()}["authorization"] == f"Bearer {KEY}"
+    assert KEY not in out and KEY not in err
+    transcripts = list((tmp_path / "state" / "triage" / "transcripts").glob("*.json"))
+    assert len(transcripts) == 1 and KEY not in transcripts[0].read_text()
+    assert "2 requests" in err
+
+
+def test_no_endpoint_gives_offline_report_and_says_how(env):
+    code, out, err = cli("report", str(RUN), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["source"] == {"kind": "offline"}
+    assert "OPENAI_BASE_URL" in err
+
+
+def test_dry_run_sends_nothing(env):
+    with ScriptedServer([]) as srv:
+        code, out, _ = cli("report", str(RUN), "--dry-run", "--base-url", srv.base_url, "--model", "m")
+    assert code == 0 and srv.requests == []
+    req = json.loads(out)["request"]
+    assert req["model"] == "m" and req["messages"][0]["role"] == "system"
+    assert {t["function"]["name"] for t in req["tools"]} == set(tools.BY_NAME)
+
+
+def test_429_then_success_honours_retry_after(env):
+    script = [error(429, "slow down", {"Retry-After": "0"}), completion(json.dumps(GOOD_ANSWER))]
+    with ScriptedServer(script) as srv:
+        rep = report(RUN, settings(srv), save=False)
+    assert rep.source["kind"] == "model" and len(srv.requests) == 2
+
+
+def test_500s_exhaust_retries_with_one_line(env):
+    with ScriptedServer([error(500, "boom")] * 4) as srv, pytest.raises(TriageError) as exc:
+        report(RUN, settings(srv), save=False)
+    assert len(srv.requests) == 4 and "HTTP 500" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_401_fails_fast_through_cli(env):
+    with ScriptedServer([error(401, "invalid key")]) as srv:
+        code, out, err = cli("report", str(RUN), "--base-url", srv.base_url, "--model", "m")
+    assert code == 3 and len(srv.requests) == 1
+    assert "API key" in err and "Traceback" not in err and err.strip().count("\n") == 0
+
+
+def test_404_without_v1_says_check_base_url(env):
+    with ScriptedServer([]) as srv, pytest.raises(TriageError, match="base URL"):
+        report(RUN, Settings(base_url=srv.base_url[:-3], model="m", retry_wait=0.01), save=False)
+
+
+def test_unknown_tool_and_bad_arguments_go_back_as_text(env):
+    script = [completion(tool_calls=[tool_call("delete_everything", "{}", "a"),
+                                     tool_call("summarize_reward_histogram", "{not json", "b"),
+                                     tool_call("summarize_reward_histogram", '{"round": "selector_round9", "series": "x"}', "c"),
+                                     tool_call("filter_audit", '{"verbose": true}', "d")]),
+              completion(json.dumps(GOOD_ANSWER))]
+    with ScriptedServer(script) as srv:
+        report(RUN, settings(srv), save=False)
+    msgs = {m["tool_call_id"]: m["content"] for m in srv.requests[1]["messages"] if m["role"] == "tool"}
+    assert "unknown tool 'delete_everything'" in msgs["a"] and "filter_audit" in msgs["a"]
+    assert "not valid JSON" in msgs["b"]
+    assert "no round 'selector_round9'" in msgs["c"]
+    assert "unknown argument(s) verbose" in msgs["d"]
+
+
+def test_turn_limit_falls_back_to_offline(env):
+    looping = [completion(tool_calls=[tool_call("run_overview", "{}", f"x{i}")]) for i in range(10)]
+    with ScriptedServer(looping) as srv:
+        rep = report(RUN, settings(srv), save=False)
+    assert len(srv.requests) == 6
+    assert rep.source["kind"] == "offline" and rep.source["fallback"] is True
+    assert any("turn limit" in n for n in rep.notes)
+    assert {f.id for f in rep.findings} >= {"filter.boundary_starved"}
+
+
+def test_invalid_answer_repaired_once_and_json_schema_rejection_remembered(env):
+    def reject_schema(body):
+        assert "response_format" in body
+        return error(400, "response_format json_schema is not supported")
+
+    script = [completion("I think the filter is the problem."), reject_schema, completion(json.dumps(GOOD_ANSWER))]
+    with ScriptedServer(script) as srv:
+        rep = report(RUN, settings(srv), save=False)
+    assert rep.source["kind"] == "model"
+    assert "response_format" not in srv.requests[2]
+    assert "not a valid answer" in srv.requests[2]["messages"][-1]["content"]
+
+
+def test_tools_rejected_falls_back_to_inlined_results(env):
+    def reject_tools(body):
+        return error(400, "tools are not supported by this model") if "tools" in body else completion("?")
+
+    script = [reject_tools, completion("no json here"), completion(json.dumps(GOOD_ANSWER))]
+    with ScriptedServer(script) as srv:
+        rep = report(RUN, settings(srv), save=False)
+    assert rep.source["kind"] == "model"
+    assert "tools" not in srv.requests[1] and "tools" not in srv.requests[2]
+    assert "cannot call tools" in srv.requests[2]["messages"][-1]["content"]
+
+
+def test_arguments_as_object_leaked_calls_reasoning_and_missing_usage(env):
+    script = [completion(tool_calls=[tool_call("filter_audit", {}, "o1")], reasoning_content="thinking..."),
+              completion('<tool_call>{"name": "reward_balance", "arguments": {}}</tool_call>', usage=False),
+              completion(json.dumps(GOOD_ANSWER), usage=False)]
+    with ScriptedServer(script) as srv:
+        rep = report(RUN, settings(srv), save=False)
+    assert rep.source["kind"] == "model" and rep.source["usage_estimated"] is True
+    assert rep.source["prompt_tokens"] > 200
+    tool_msgs = [m for m in srv.requests[2]["messages"] if m["role"] == "tool"]
+    assert [json.loads(m["content"])["source"] for m in tool_msgs][0] == "data/filter_stats.jsonl"
+    assert "shares" in json.loads(tool_msgs[1]["content"])
+    assert all("reasoning_content" not in m for m in srv.requests[1]["messages"])
+
+
+def test_ask_streams_text_and_assembles_tool_call_deltas(env):
+    call = tool_call("rollout_reliability", '{"rollouts": 4}', "s1")
+    script = [{"stream": stream_chunks(tool_calls=[call])},
+              {"stream": stream_chunks("The boundary reward oscillates because ...")}]
+    seen = []
+    with ScriptedServer(script) as srv:
+        res = ask(RUN, "why?", settings(srv), on_text=seen.append, save=False)
+    assert res.answer == "The boundary reward oscillates because ..."
+    assert len(seen) > 1 and "".join(seen) == res.answer
+    assert all(r["stream"] is True for r in srv.requests)
+    tool_msg = next(m for m in srv.requests[1]["messages"] if m["role"] == "tool")
+    assert json.loads(tool_msg["content"])["estimates"]["given"]["p_outside_band"] == 0.625
+
+
+def test_ask_question_from_stdin_through_cli(env, monkeypatch):
+    with ScriptedServer([{"stream": stream_chunks("Because of the filter.")}]) as srv:
+        monkeypatch.setattr("sys.stdin", io.StringIO("why so low?"))
+        code, out, err = cli("ask", str(RUN), "--base-url", srv.base_url, "--model", "m", "--no-save")
+    assert code == 0 and out.strip() == "Because of the filter."
+    assert "why so low?" in srv.requests[0]["messages"][1]["content"]
+
+
+def test_every_tool_output_is_bounded_on_every_sample_run():
+    for run_dir in sorted(p for p in SAMPLES.iterdir() if p.is_dir()):
+        from triage_agent.runs.load import load_run
+
+        run = load_run(run_dir)
+        args = {"summarize_reward_histogram": {"round": run.rounds[0].name if run.rounds else "x", "series": "boundary"},
+                "diff_rounds": {"round_a": "selector_round1", "round_b": "selector_round2"},
+                "simulate_adjustment": {"changes": {"easy_threshold": 0.9}},
+                "search_log": {"pattern": "."}}
+        for name in tools.BY_NAME:
+            out = tools.call(run, name, args.get(name, {}))
+            assert len(out) / 4 < 1500, (run_dir.name, name)
+            if not out.startswith("error:"):
+                assert "source" in json.loads(out), (run_dir.name, name)
+
+
+def test_secrets_are_redacted_and_paths_cannot_escape(make_run, tmp_path):
+    from triage_agent.runs.load import load_run
+
+    outside = tmp_path / "outside.log"
+    outside.write_text("secret line\n")
+    root = make_run({"configs/c.yaml": "api_key: sk-live-123\nreward:\n  weights:\n    boundary: 1\n",
+                     "train.log": "hello\n"})
+    run = load_run(root)
+    out = tools.call(run, "read_config", {})
+    assert "sk-live-123" not in out and "[redacted]" in out
+    assert "not a log of this run" in tools.call(run, "search_log", {"pattern": "secret", "file": "../outside.log"})
+    (root / "link.log").symlink_to(outside)
+    run = load_run(root)
+    assert "link.log" not in [s.path for s in run.logs]

@@ -1,0 +1,104 @@
+"""The agent loop: one explicit list of messages, tools run locally, a named turn limit."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from triage_agent.agent import answer, prompts, tools
+from triage_agent.llm.client import LLMClient
+from triage_agent.report import Report
+
+MAX_TURNS = 6  # requests per report/ask, repair included; past it the offline answer stands
+INLINE_TOOLS = ("read_config", "filter_audit", "reward_balance", "generator_trajectory", "calibration_audit")
+
+
+@dataclass
+class ToolEvent:
+    name: str
+    arguments: str
+    seconds: float
+    output_chars: int
+
+
+@dataclass
+class AgentResult:
+    messages: list[dict[str, Any]]
+    final: str | None
+    answer: dict[str, Any] | None = None
+    problem: str | None = None  # why the answer could not be used, when it could not
+    events: list[ToolEvent] = field(default_factory=list)
+
+
+def first_message(offline: Report, task: str, question: str | None) -> str:
+    run = offline.run
+    overview = tools.call(run, "run_overview", {})
+    findings = tools.call(run, "list_findings", {})
+    checked = [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": a.predicted,
+                "meets_target": a.meets_target} for a in offline.adjustments]
+    parts = [prompts.load(f"{task}.md"), "## Run overview\n" + overview, "## Deterministic findings\n" + findings,
+             "## Changes the rules suggest (already re-computed on this run)\n" + json.dumps(checked)]
+    if question:
+        parts.append("## Question\n" + question)
+    return "\n\n".join(parts)
+
+
+def inline_results(offline: Report) -> str:
+    results = {name: tools.call(offline.run, name, {}) for name in INLINE_TOOLS}
+    usable = {k: json.loads(v) for k, v in results.items() if not v.startswith("error:")}
+    return prompts.load("inline_tools.md").replace("{results}", json.dumps(usable))
+
+
+def run_agent(offline: Report, client: LLMClient, task: str, question: str | None = None,
+              on_text: Callable[[str], None] | None = None,
+              on_tool: Callable[[ToolEvent], None] | None = None) -> AgentResult:
+    run = offline.run
+    messages: list[dict[str, Any]] = [{"role": "system", "content": prompts.load("system.md")},
+                                      {"role": "user", "content": first_message(offline, task, question)}]
+    if client.capabilities.get("tools") is False:
+        messages[1]["content"] += "\n\n" + inline_results(offline)
+    result = AgentResult(messages, None)
+    schemas = tools.schemas()
+    repaired = inlined = False
+    response_format = None
+    for _turn in range(MAX_TURNS):
+        had_tools = client.capabilities.get("tools") is not False
+        reply = client.chat(messages, tools=schemas, response_format=response_format, stream=task == "ask",
+                            on_text=on_text)
+        if reply.tool_calls:
+            messages.append({"role": "assistant", "content": reply.content or None, "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in reply.tool_calls]})
+            for c in reply.tool_calls:
+                t0 = time.perf_counter()
+                out = tools.call(run, c.name, c.arguments)
+                event = ToolEvent(c.name, c.arguments, time.perf_counter() - t0, len(out))
+                result.events.append(event)
+                if on_tool:
+                    on_tool(event)
+                messages.append({"role": "tool", "tool_call_id": c.id, "content": out})
+            continue
+        messages.append({"role": "assistant", "content": reply.content})
+        result.final = reply.content
+        if task == "ask":
+            return result
+        obj, problem = answer.parse_answer(reply.content)
+        if obj is not None:
+            result.answer = obj
+            return result
+        if had_tools and client.capabilities.get("tools") is False and not inlined:
+            # the endpoint refused tools during this request: give the model the results instead
+            inlined = True
+            messages.append({"role": "user", "content": inline_results(offline) + "\n\n" + prompts.load("report.md")})
+            continue
+        if repaired:
+            result.problem = f"the model's answer was not valid after one repair ({problem})"
+            return result
+        repaired = True
+        response_format = answer.ANSWER_SCHEMA
+        messages.append({"role": "user", "content": prompts.load("repair.md").replace("{problem}", str(problem))})
+    result.problem = f"no final answer within the turn limit ({MAX_TURNS} requests)"
+    return result

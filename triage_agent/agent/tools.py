@@ -1,0 +1,363 @@
+"""The agent's local tools: plain typed functions over a loaded run.
+
+The run is the hidden first argument; the docstring is the description the model reads
+and the schema comes from the signature (agent/schema.py). Outputs are small: rounded
+numbers, top-k, bins, and the source file of every number.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from triage_agent.agent.schema import bind_arguments, function_schema
+from triage_agent.analysis import calibration as cal
+from triage_agent.analysis import filter as filt
+from triage_agent.analysis import rewards, rounds
+from triage_agent.analysis.rollouts import reliability
+from triage_agent.analysis.stats import rnd
+from triage_agent.findings import engine, suggest
+from triage_agent.findings.calibration import score_range
+from triage_agent.findings.common import band, number, weights
+from triage_agent.findings.selector import last_selector, trajectory
+from triage_agent.runs.model import Round, Run
+
+MAX_MATCHES = 20
+SECRET_KEY = re.compile(r"(api[_-]?key|secret|token|password|passwd|auth|credential)", re.I)
+
+
+def _r(x: Any, d: int = 4) -> Any:
+    return rnd(x, d) if isinstance(x, float) else x
+
+
+def _find_round(run: Run, name: str) -> Round:
+    for rd in run.rounds:
+        if rd.name == name:
+            return rd
+    raise ValueError(f"no round '{name}'; rounds: {', '.join(r.name for r in run.rounds) or 'none'}")
+
+
+def run_overview(run: Run) -> dict[str, Any]:
+    """What the run folder holds: kind, files by role, rounds with their row counts, logs, config files."""
+    roles: dict[str, int] = {}
+    for f in run.files:
+        roles[f.role] = roles.get(f.role, 0) + 1
+    return {
+        "kind": run.kind, "files_by_role": roles, "config_files": run.config_files(),
+        "rounds": [{"name": r.name, "history_rows": len(r.history.frame) if r.history else 0,
+                    "samples_rows": len(r.samples.frame) if r.samples else 0, "source": r.history.source if r.history else r.meta_source}
+                   for r in run.rounds][:12],
+        "trainer_metrics": {"steps": len(run.metrics.frame), "columns": list(run.metrics.frame.columns)[:20],
+                            "source": run.metrics.source} if run.metrics is not None else None,
+        "logs": [{"file": s.path, "lines": s.lines, "metric_steps": s.metric_steps, "last_step": s.last_step}
+                 for s in run.logs][:5],
+        "parse_errors": len(run.parse_errors),
+        "source": "run folder",
+    }
+
+
+def list_findings(run: Run, min_severity: Literal["high", "medium", "low", "info"] = "info") -> dict[str, Any]:
+    """The deterministic findings (ids, severity, title, evidence), most severe first.
+
+    Args:
+        min_severity: leave out findings less severe than this
+    """
+    findings, _, _ = engine.evaluate(run)
+    out = [{"id": f.id, "severity": f.severity, "title": f.title, "evidence": _bounded(f.evidence),
+            **({"suggestion": {k: v for k, v in f.suggestion.items() if k != "also"}} if f.suggestion else {})}
+           for f in findings if f.at_least(min_severity)]
+    return {"findings": out[:12], "source": "triage rules over the run's files"}
+
+
+def _bounded(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, dict):
+        return {k: _bounded(v, depth + 1) for k, v in list(value.items())[:12]}
+    if isinstance(value, list):
+        return [_bounded(v, depth + 1) for v in value[:8]]
+    return _r(value)
+
+
+def _redact(key: str, value: Any) -> Any:
+    if SECRET_KEY.search(key):
+        return "[redacted]"
+    if isinstance(value, dict):
+        return {k: _redact(k, v) for k, v in value.items()}
+    return value
+
+
+def read_config(run: Run, file: str | None = None) -> dict[str, Any]:
+    """Config values with their dotted key paths (secrets redacted). Adjustments must use these file and key names.
+
+    Args:
+        file: a config file of the run (relative path); all config files when omitted
+    """
+    files = run.config_files()
+    if file is not None and file not in files:
+        raise ValueError(f"'{file}' is not a config file of this run; config files: {', '.join(files) or 'none'}")
+    out: dict[str, dict[str, Any]] = {}
+    for cv in run.config_values:
+        if (file is None or cv.file == file) and not isinstance(cv.value, dict):
+            shown = "[redacted]" if SECRET_KEY.search(cv.name) else cv.value
+            if isinstance(shown, list) and len(shown) > 8:
+                shown = shown[:8] + ["…"]
+            out.setdefault(cv.file, {})[cv.key] = shown
+    trimmed = {f: dict(list(v.items())[:40]) for f, v in out.items()}
+    return {"configs": trimmed, "source": file or ", ".join(files)}
+
+
+def summarize_reward_histogram(run: Run, round: str, series: str) -> dict[str, Any]:
+    """Statistics of one reward series (or generator accuracy) of a round: mean, std, first/last 10%, trend, swing, 10-bin histogram, 40-point curve.
+
+    Args:
+        round: the round name, e.g. selector_round3 or generator_round2 (see run_overview)
+        series: the column, e.g. boundary, format, accuracy
+    """
+    rd = _find_round(run, round)
+    if rd.history is None:
+        raise ValueError(f"{round} has no reward history")
+    frame = rd.history.frame
+    if series not in frame.columns or series in ("step", "__line__"):
+        cols = [c for c in frame.columns if c not in ("step", "__line__")]
+        raise ValueError(f"no series '{series}' in {round}; series: {', '.join(cols)}")
+    st = rewards.history_stats(frame, [series])[series]
+    return {"round": round, "series": series, "n": st.n, "mean": _r(st.mean), "std": _r(st.std),
+            "first_10pct": _r(st.first), "last_10pct": _r(st.last), "rho_step": _r(st.rho_step),
+            "swing_ratio": _r(st.swing), "histogram": {"range": [_r(st.hist_range[0]), _r(st.hist_range[1])],
+                                                         "counts": st.hist},
+            "curve_40pt": [round_(v) for v in st.spark], "source": rd.history.source}
+
+
+def round_(v: float) -> float:
+    return round(v, 3)
+
+
+def diff_rounds(run: Run, round_a: str, round_b: str) -> dict[str, Any]:
+    """Compare two rounds of the same role: per-series means, relative change, curve correlation, checkpoints.
+
+    Args:
+        round_a: the earlier round, e.g. selector_round2
+        round_b: the later round, e.g. selector_round3
+    """
+    a, b = _find_round(run, round_a), _find_round(run, round_b)
+    if a.history is None or b.history is None:
+        raise ValueError("both rounds need a reward history")
+    w, _ = weights(run)
+    comps = rewards.component_columns(a.history.frame, w)
+    if "accuracy" in a.history.frame.columns:
+        comps = ["accuracy"]
+    diffs = rounds.diff_components(a.history.frame, b.history.frame, comps)
+    return {"series": [{"name": d.name, "mean_a": _r(d.mean_a), "mean_b": _r(d.mean_b),
+                        "rel_change": _r(d.rel_change), "curve_r": _r(d.curve_r)} for d in diffs][:10],
+            "meta_a": a.meta, "meta_b": b.meta, "source": f"{a.history.source}, {b.history.source}"}
+
+
+def filter_audit(run: Run) -> dict[str, Any]:
+    """The pre-training filter: band share before/after, kept count, 10-bin accuracy histograms, and whether kept flags follow the config's thresholds."""
+    if run.filter_stats is None:
+        raise ValueError("this run has no filter_stats table")
+    b = band(run)
+    frame = run.filter_stats.frame
+    a = filt.audit(frame, b)
+    easy, uns = number(run.config_value("easy_threshold")), number(run.config_value("unsolvable_threshold"))
+    chk = filt.rule_check(frame, easy, uns)
+    return {"band": list(b), "questions": a.n_total, "kept": a.n_kept, "share_before": _r(a.share_before),
+            "share_after": _r(a.share_after), "hist_before": a.hist_before, "hist_after": a.hist_after,
+            "drop_reasons": a.drop_reasons, "easy_threshold": easy, "unsolvable_threshold": uns,
+            "rule_mismatch": None if chk is None else {"count": chk.n_mismatch, "rate": _r(chk.rate),
+                                                         "examples": chk.examples},
+            "source": run.filter_stats.source}
+
+
+def reward_balance(run: Run, round: str | None = None) -> dict[str, Any]:
+    """Contribution share of each weighted reward component to the reward signal (within-step when per-rollout samples exist, else approximate over steps).
+
+    Args:
+        round: a selector round name; the last selector round when omitted
+    """
+    rd = _find_round(run, round) if round else last_selector(run)
+    if rd is None or rd.history is None:
+        raise ValueError("no selector round with a reward history")
+    w, wcv = weights(run)
+    if not w:
+        w = {c: 1.0 for c in rewards.component_columns(rd.history.frame, None)}
+    bal = rewards.balance(rd.history.frame, rd.samples.frame if rd.samples else None, w, rd.history.source,
+                          rd.samples.source if rd.samples else None)
+    if bal is None:
+        raise ValueError("no weighted component found in the round's columns")
+    return {"round": rd.name, "weights": w, "weights_key": f"{wcv.file}:{wcv.key}" if wcv else None,
+            "shares": {k: _r(v) for k, v in bal.shares.items()}, "approximate": bal.approximate,
+            "steps": bal.n_steps, "source": bal.source}
+
+
+def rollout_reliability(run: Run, rollouts: int | None = None) -> dict[str, Any]:
+    """How precise accuracy estimates are: standard error at p = 0.5 and the chance a true-0.5 question lands outside the band, for the configured rollout counts (or a given count).
+
+    Args:
+        rollouts: a rollout count to evaluate instead of the configured ones
+    """
+    b = band(run)
+    counts: dict[str, int] = {}
+    if rollouts is not None:
+        if rollouts < 1:
+            raise ValueError("rollouts must be >= 1")
+        counts["given"] = rollouts
+    else:
+        for leaf in ("rollouts_per_question", "boundary_rollouts"):
+            v = number(run.config_value(leaf))
+            if v is not None and v >= 1:
+                counts[leaf] = int(v)
+    if not counts:
+        raise ValueError("no rollout count in the config; pass rollouts")
+    out = {}
+    for name, n in counts.items():
+        rel = reliability(n, b)
+        out[name] = {"rollouts": n, "standard_error": _r(rel.standard_error), "p_outside_band": _r(rel.p_outside_band),
+                     "attainable_in_band": rel.attainable}
+    return {"band": list(b), "estimates": out, "source": run.config("rollouts_per_question").file
+            if run.config("rollouts_per_question") else "given"}
+
+
+def generator_trajectory(run: Run) -> dict[str, Any]:
+    """Generator accuracy per round (start and end = mean of first/last 10% of steps) against target_accuracy, with checkpoints."""
+    traj = trajectory(run)
+    if traj is None:
+        raise ValueError("this run has no generator rounds with accuracy")
+    return {"target": traj.target,
+            "rounds": [{"round": g.index, "start": _r(g.start), "end": _r(g.end), "steps": g.n,
+                        "checkpoint_in": g.checkpoint_in, "checkpoint_out": g.checkpoint_out} for g in traj.rounds][:10],
+            "gap_to_target": _r(traj.gap()), "moved_toward_target": _r(traj.moved_toward_target()),
+            "source": ", ".join(g.history.source for g in run.rounds_of("generator") if g.history)[:300]}
+
+
+def calibration_audit(run: Run) -> dict[str, Any]:
+    """Solver-calibration numbers: proxy vs gold trends and divergence step, high-score failures, ECE with the reliability table, calibration cadence and flip rate, candidate confirmation, output-range moves, perturbation sensitivity."""
+    out: dict[str, Any] = {}
+    sources = []
+    if run.eval_history is not None and {"proxy_reward", "gold_pass_rate"} <= set(run.eval_history.frame.columns):
+        pg = cal.proxy_gold(run.eval_history.frame)
+        out["proxy_gold"] = {"rho_step_proxy": _r(pg.rho_proxy), "rho_step_gold": _r(pg.rho_gold),
+                             "rho_second_half": _r(pg.rho_second_half), "proxy": [_r(pg.proxy_first), _r(pg.proxy_last)],
+                             "gold": [_r(pg.gold_first), _r(pg.gold_last)], "divergence_step": pg.divergence_step}
+        sources.append(run.eval_history.source)
+    if run.solver_scores is not None:
+        frame = run.solver_scores.frame
+        hs = cal.high_score_failures(frame, number(run.config_value("candidate_score_threshold")))
+        rel = cal.reliability(frame["score"].to_numpy(dtype=float), frame["gold_pass"].astype(bool).to_numpy(),
+                              score_range(run))
+        out["high_score"] = {"threshold": _r(hs.threshold), "from": hs.threshold_source, "candidates": hs.n_candidates,
+                             "fail_share": _r(hs.fail_share), "examples": hs.examples}
+        out["ece"] = _r(rel.ece)
+        out["reliability"] = rel.bins
+        sources.append(run.solver_scores.source)
+    interval = number(run.config_value("calibrate_every_steps"))
+    if run.calibration_events is not None or interval is not None:
+        c = cal.cadence(run.calibration_events.frame if run.calibration_events else None,
+                        int(interval) if interval else None)
+        out["cadence"] = {"config_interval": c.config_interval, "event_intervals": c.event_intervals[:10],
+                          "mean_flip_rate": _r(c.mean_flip_rate), "confirmed": c.confirmed, "candidates": c.candidates,
+                          "confirmed_ratio": _r(c.confirmed_ratio), "range_move": _r(c.range_move)}
+        if run.calibration_events is not None:
+            sources.append(run.calibration_events.source)
+    if run.perturbations is not None:
+        mean, by_kind = cal.perturbation_sensitivity(run.perturbations.frame, score_range(run))
+        out["perturbations"] = {"mean_abs_delta_share": _r(mean), "by_kind": {k: _r(v) for k, v in list(by_kind.items())[:8]}}
+        sources.append(run.perturbations.source)
+    if not out:
+        raise ValueError("this run has no calibration data (eval_history, solver_scores, calibration_events, perturbations)")
+    out["source"] = ", ".join(sources)
+    return out
+
+
+def simulate_adjustment(run: Run, changes: dict[str, float]) -> dict[str, Any]:
+    """What-if: re-compute the run's numbers with config changes applied together, and say whether each meets its target.
+
+    Args:
+        changes: map of "file:key" (as read_config shows them) to the new value, e.g. {"configs/filter_config.yaml:filter.easy_threshold": 0.9}
+    """
+    proposals = []
+    for spec, value in changes.items():
+        file, sep, key = spec.partition(":")
+        if not sep:
+            cv = next((c for c in run.config_values if c.key == spec or c.name == spec), None)
+            if cv is None:
+                raise ValueError(f"'{spec}': give changes as file:key (see read_config)")
+            file, key = cv.file, cv.key
+        proposals.append({"file": file, "key": key, "to": value})
+    _, rules, _ = engine.evaluate(run)
+    adjusted, rejected = suggest.finalize(run, proposals, rules)
+    return {"results": [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": _bounded(a.predicted),
+                         "meets_target": a.meets_target} for a in adjusted],
+            "rejected": [{"file": x.file, "key": x.key, "to": x.to, "reason": x.reason} for x in rejected],
+            "source": "what-if over the run's own data"}
+
+
+def search_log(run: Run, pattern: str, file: str | None = None, max_matches: int = 10) -> dict[str, Any]:
+    """Grep the run's log files (a regular expression, case-insensitive); returns matching lines with line numbers, bounded.
+
+    Args:
+        pattern: a regular expression, e.g. "Traceback|Error"
+        file: one log file (relative path); all logs when omitted
+        max_matches: at most this many lines (up to 20)
+    """
+    try:
+        rx = re.compile(pattern, re.I)
+    except re.error as exc:
+        raise ValueError(f"bad pattern: {exc}") from None
+    logs = [s.path for s in run.logs]
+    if file is not None and file not in logs:
+        raise ValueError(f"'{file}' is not a log of this run; logs: {', '.join(logs) or 'none'}")
+    root = run.root.resolve()
+    matches: list[dict[str, Any]] = []
+    limit = max(1, min(max_matches, MAX_MATCHES))
+    from triage_agent.runs.logs import clean
+
+    for rel in [file] if file else logs:
+        path = (run.root / rel).resolve()
+        if root not in path.parents:  # a symlink or `..` that escapes the run folder
+            raise ValueError(f"'{rel}' resolves outside the run folder; refused")
+        with path.open("rb") as fh:
+            for i, raw in enumerate(fh, start=1):
+                text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+                if rx.search(text):
+                    matches.append({"file": rel, "line": i, "text": text[:200]})
+                    if len(matches) >= limit:
+                        return {"matches": matches, "truncated": True, "source": rel}
+    return {"matches": matches, "truncated": False, "source": ", ".join(logs)}
+
+
+TOOLS: list[Callable[..., dict[str, Any]]] = [
+    run_overview, list_findings, read_config, summarize_reward_histogram, diff_rounds, filter_audit, reward_balance,
+    rollout_reliability, generator_trajectory, calibration_audit, simulate_adjustment, search_log]
+BY_NAME = {fn.__name__: fn for fn in TOOLS}
+
+
+def schemas() -> list[dict[str, Any]]:
+    return [function_schema(fn) for fn in TOOLS]
+
+
+def call(run: Run, name: str, arguments: str | dict[str, Any]) -> str:
+    """Run a tool for the model. Bad names and arguments come back as text the model can act on."""
+    fn = BY_NAME.get(name)
+    if fn is None:
+        return f"error: unknown tool '{name}'. Valid tools: {', '.join(BY_NAME)}"
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ValueError("arguments must be a JSON object")
+        bound = bind_arguments(fn, args)
+    except json.JSONDecodeError as exc:
+        return f"error: arguments are not valid JSON ({exc.msg}); send an object like {{\"name\": value}}"
+    except ValueError as exc:
+        return f"error: {exc}"
+    try:
+        result = fn(run, **bound)
+    except ValueError as exc:  # the tool's own refusal (no such round, no data): the model can adapt
+        return f"error: {exc}"
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+__all__ = ["TOOLS", "BY_NAME", "schemas", "call"]

@@ -1,0 +1,44 @@
+"""`triage ask RUN "question"`: a streamed answer about one run, for IDE terminals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from triage_agent.agent import loop, transcript
+from triage_agent.commands.report import DryRun, dry_run_request, make_client
+from triage_agent.errors import TriageError
+from triage_agent.llm.settings import HOW_TO_CONFIGURE, Settings, state_dir
+from triage_agent.report import offline_report
+from triage_agent.runs.load import load_run
+
+
+@dataclass
+class AskResult:
+    answer: str
+    source: dict[str, Any] = field(default_factory=dict)
+
+
+def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callable[[str], None] | None = None,
+        on_tool: Callable[[loop.ToolEvent], None] | None = None, dry_run: bool = False, save: bool = True,
+        env: dict[str, str] | None = None, http_client: httpx.Client | None = None) -> AskResult | DryRun:
+    if not question.strip():
+        raise TriageError("no question given (pass it as an argument or on stdin)")
+    base = offline_report(load_run(path))
+    if not settings.configured:
+        raise TriageError(HOW_TO_CONFIGURE.replace("this is the offline report. ", "") + "; or use `triage inspect`")
+    if dry_run:
+        return dry_run_request(base, settings, "ask", question)
+    client = make_client(settings, http_client)
+    result = loop.run_agent(base, client, "ask", question, on_text=on_text, on_tool=on_tool)
+    source = {"kind": "model", "model": settings.model, "endpoint": settings.host, "requests": client.usage.requests,
+              "prompt_tokens": client.usage.prompt_tokens, "completion_tokens": client.usage.completion_tokens,
+              **({"usage_estimated": True} if client.usage.estimated else {})}
+    if save:
+        source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "ask", result, client,
+                                                   {"question": question}))
+    return AskResult(result.final or f"(no answer: {result.problem})", source)

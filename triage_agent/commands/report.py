@@ -1,0 +1,74 @@
+"""`triage report RUN`: the model's diagnosis (checked and what-if'd), or the offline report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from triage_agent.agent import answer, loop, tools, transcript
+from triage_agent.errors import TriageError
+from triage_agent.llm.client import LLMClient
+from triage_agent.llm.settings import HOW_TO_CONFIGURE, Settings, state_dir
+from triage_agent.report import Report, offline_report
+from triage_agent.runs.load import Progress, load_run
+
+
+@dataclass
+class DryRun:
+    endpoint: str | None
+    request: dict[str, Any]
+
+
+def make_client(settings: Settings, http_client: httpx.Client | None = None) -> LLMClient:
+    client = LLMClient(settings, http_client=http_client)
+    if not settings.model:
+        models = client.list_models()
+        if not models:
+            raise TriageError(f"no model given and {settings.base_url} lists none: pass --model or set TRIAGE_MODEL", 3)
+        settings.model = models[0]
+        settings.sources["model"] = "first model the endpoint lists"
+    return client
+
+
+def dry_run_request(offline: Report, settings: Settings, task: str, question: str | None = None) -> DryRun:
+    from triage_agent.agent import prompts
+
+    messages = [{"role": "system", "content": prompts.load("system.md")},
+                {"role": "user", "content": loop.first_message(offline, task, question)}]
+    return DryRun(settings.base_url, {"model": settings.model, "messages": messages, "tools": tools.schemas()})
+
+
+def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_run: bool = False,
+           save: bool = True, env: dict[str, str] | None = None, http_client: httpx.Client | None = None,
+           progress: Progress | None = None) -> Report | DryRun:
+    base = offline_report(load_run(path, progress))
+    if offline:
+        return base
+    if not settings.configured:
+        base.notes.append(HOW_TO_CONFIGURE)
+        return base
+    if dry_run:
+        return dry_run_request(base, settings, "report")
+    client = make_client(settings, http_client)
+    result = loop.run_agent(base, client, "report")
+    source = {"kind": "model", "model": settings.model, "endpoint": settings.host, "requests": client.usage.requests,
+              "prompt_tokens": client.usage.prompt_tokens, "completion_tokens": client.usage.completion_tokens,
+              **({"usage_estimated": True} if client.usage.estimated else {})}
+    if save:
+        source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "report", result, client))
+    if result.answer is None:
+        base.source = source | {"kind": "offline", "fallback": True}
+        base.notes.append(f"model answer not used: {result.problem}; this is the offline diagnosis")
+        return base
+    known = {f.id for f in base.findings}
+    diagnosis, adjustments, rejected = answer.accept(base.run, result.answer, known, base.rules)
+    return Report(base.run, base.findings, diagnosis, adjustments, rejected, base.rules, source, base.notes,
+                  base.troubleshooting)
+
+
+def dry_run_json(d: DryRun) -> str:
+    return json.dumps({"endpoint": d.endpoint, "request": d.request}, indent=2, ensure_ascii=False)

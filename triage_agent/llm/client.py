@@ -1,0 +1,272 @@
+"""The OpenAI SDK over httpx with one retry layer (tenacity) and the endpoint quirks we detect.
+
+SDK retries are off; tenacity retries 429 (honouring Retry-After), 5xx and connection
+errors with bounded backoff. Auth, URL, model and timeout errors fail fast as one line.
+Quirks are detected at run time and remembered in `capabilities` for the session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import openai
+from openai import OpenAI
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from triage_agent.errors import TriageError
+from triage_agent.llm.settings import Settings
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # always a JSON string, whatever the server sent
+
+
+@dataclass
+class ChatResult:
+    content: str
+    tool_calls: list[ToolCall]
+    reasoning: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_estimated: bool = False
+
+
+@dataclass
+class Usage:
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+
+
+def estimate_tokens(payload: Any) -> int:
+    """About four characters a token: used only when the endpoint reports no usage."""
+    return max(1, len(json.dumps(payload, ensure_ascii=False)) // 4)
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APITimeoutError):
+        return False
+    if isinstance(exc, (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    resp = getattr(exc, "response", None)
+    if resp is None:
+        return None
+    value = resp.headers.get("retry-after")
+    try:
+        return min(float(value), 60.0) if value is not None else None
+    except ValueError:
+        return None
+
+
+_LEAKED = [re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S),
+           re.compile(r"```(?:json)?\s*(\{\s*\"name\".*?\})\s*```", re.S)]
+
+
+def leaked_tool_calls(content: str, names: set[str]) -> list[ToolCall]:
+    """Tool calls some servers put in the message text instead of `tool_calls`."""
+    calls: list[ToolCall] = []
+    for pattern in _LEAKED:
+        for i, m in enumerate(pattern.finditer(content)):
+            try:
+                obj = json.loads(m.group(1))
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict) and obj.get("name") in names:
+                args = obj.get("arguments", obj.get("parameters", {}))
+                calls.append(ToolCall(f"leaked_{i}", obj["name"], args if isinstance(args, str) else json.dumps(args)))
+        if calls:
+            break
+    return calls
+
+
+@dataclass
+class LLMClient:
+    settings: Settings
+    http_client: httpx.Client | None = None
+    sleep: Callable[[float], None] = time.sleep
+    usage: Usage = field(default_factory=Usage)
+    capabilities: dict[str, bool] = field(default_factory=dict)
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.capabilities = dict(self.settings.capabilities) | self.capabilities
+        timeout = httpx.Timeout(self.settings.timeout, connect=self.settings.connect_timeout)
+        self.sdk = OpenAI(base_url=self.settings.base_url, api_key=self.settings.api_key or "not-needed",
+                          max_retries=0, timeout=timeout, http_client=self.http_client)
+
+    # -- errors -------------------------------------------------------------------------------
+    def _fail(self, exc: Exception) -> TriageError:
+        base = self.settings.base_url
+        if isinstance(exc, openai.APITimeoutError):
+            return TriageError(f"the endpoint {base} timed out after {self.settings.timeout:g} s", 3)
+        if isinstance(exc, openai.APIConnectionError):
+            return TriageError(f"cannot reach {base}: is the server running?", 3)
+        if isinstance(exc, openai.AuthenticationError) or getattr(exc, "status_code", None) in (401, 403):
+            return TriageError(f"{base} refused the API key (HTTP {getattr(exc, 'status_code', 401)}): check "
+                               "OPENAI_API_KEY / TRIAGE_API_KEY", 3)
+        if isinstance(exc, openai.NotFoundError):
+            if "model" in str(exc).lower():
+                models = self.list_models()
+                listed = ", ".join(models[:10]) if models else "none listed"
+                return TriageError(f"model '{self.settings.model}' not found at {base}; available: {listed}", 3)
+            return TriageError(f"{base} answered 404: check the base URL (it usually ends in /v1)", 3)
+        if isinstance(exc, openai.RateLimitError):
+            return TriageError(f"{base} kept rate-limiting (HTTP 429) after {self.settings.max_attempts} attempts", 3)
+        if isinstance(exc, openai.APIStatusError):
+            return TriageError(f"{base} failed with HTTP {exc.status_code} after retries: {_short(exc)}", 3)
+        return TriageError(f"request to {base} failed: {exc}", 3)
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        after = _retry_after(exc) if exc else None
+        if after is not None:
+            return after
+        return min(self.settings.retry_wait * 2 ** (state.attempt_number - 1), 30.0)
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        retrying = Retrying(retry=retry_if_exception(_retryable), stop=stop_after_attempt(self.settings.max_attempts),
+                            wait=self._wait, sleep=self.sleep, reraise=True)
+        try:
+            return retrying(fn)
+        except openai.OpenAIError as exc:
+            raise self._fail(exc) from None
+
+    # -- API ----------------------------------------------------------------------------------
+    def list_models(self) -> list[str]:
+        try:
+            return [m.id for m in self.sdk.models.list().data]
+        except (openai.OpenAIError, TypeError, AttributeError):
+            return []
+
+    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+             response_format: dict[str, Any] | None = None, stream: bool = False,
+             on_text: Callable[[str], None] | None = None) -> ChatResult:
+        """One chat request; rejected optional features are dropped, remembered, and the request resent."""
+        if tools and self.capabilities.get("tools") is False:
+            tools = None
+        if response_format and self.capabilities.get("json_schema") is False:
+            response_format = None
+        if stream and self.capabilities.get("streaming") is False:
+            stream = False
+        body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
+        if tools:
+            body["tools"] = tools
+        if response_format:
+            body["response_format"] = response_format
+        while True:
+            try:
+                result = self._call(lambda: self._send(body, stream, on_text))
+                break
+            except TriageError as err:
+                cause = str(err).lower()
+                if "tools" in body and ("tool" in cause or "function" in cause) and "http 4" in cause:
+                    self.capabilities["tools"] = False
+                    body.pop("tools")
+                    continue
+                if "response_format" in body and ("response_format" in cause or "json_schema" in cause
+                                                  or "json schema" in cause) and "http 4" in cause:
+                    self.capabilities["json_schema"] = False
+                    body.pop("response_format")
+                    continue
+                raise
+        if tools and not result.tool_calls and result.content:
+            names = {t["function"]["name"] for t in tools}
+            leaked = leaked_tool_calls(result.content, names)
+            if leaked:
+                self.capabilities["tool_calls_in_content"] = True
+                result.tool_calls, result.content = leaked, ""
+        self.usage.requests += 1
+        if result.usage_estimated:
+            result.prompt_tokens = estimate_tokens(body["messages"]) + (estimate_tokens(tools) if tools else 0)
+            result.completion_tokens = estimate_tokens(result.content) + sum(
+                estimate_tokens(c.arguments) for c in result.tool_calls)
+            self.usage.estimated = True
+        self.usage.prompt_tokens += result.prompt_tokens
+        self.usage.completion_tokens += result.completion_tokens
+        return result
+
+    def _send(self, body: dict[str, Any], stream: bool, on_text: Callable[[str], None] | None) -> ChatResult:
+        extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        try:
+            if stream:
+                return self._stream(body, extra, on_text)
+            resp = self.sdk.chat.completions.create(model=body["model"], messages=body["messages"], **extra)
+        except openai.BadRequestError as exc:
+            raise TriageError(f"HTTP 400 {_short(exc)}", 3) from None
+        return self._parse(resp)
+
+    def _parse(self, resp: Any) -> ChatResult:
+        if not getattr(resp, "choices", None):
+            raise TriageError(f"{self.settings.base_url} returned no choices", 3)
+        msg = resp.choices[0].message
+        calls = []
+        for i, tc in enumerate(msg.tool_calls or []):
+            fn = tc.function if not isinstance(tc, dict) else _Obj(tc.get("function", {}))
+            args = fn.arguments
+            if not isinstance(args, str):  # some servers send an object
+                self.capabilities["arguments_as_object"] = True
+                args = json.dumps(args)
+            calls.append(ToolCall(getattr(tc, "id", None) or f"call_{i}", fn.name, args or "{}"))
+        reasoning = getattr(msg, "reasoning_content", None) or (msg.model_extra or {}).get("reasoning_content")
+        usage = getattr(resp, "usage", None)
+        return ChatResult(msg.content or "", calls, reasoning,
+                          getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0,
+                          usage is None)
+
+    def _stream(self, body: dict[str, Any], extra: dict[str, Any], on_text: Callable[[str], None] | None) -> ChatResult:
+        stream = self.sdk.chat.completions.create(model=body["model"], messages=body["messages"], stream=True, **extra)
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        usage = None
+        for chunk in stream:
+            if getattr(chunk, "usage", None):
+                usage = chunk.usage
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            if delta.content:
+                text.append(delta.content)
+                if on_text:
+                    on_text(delta.content)
+            for tc in delta.tool_calls or []:
+                slot = calls.setdefault(tc.index if tc.index is not None else len(calls), {"id": "", "name": "", "args": ""})
+                if tc.id:
+                    slot["id"] = tc.id
+                if tc.function and tc.function.name:
+                    slot["name"] += tc.function.name
+                if tc.function and tc.function.arguments:
+                    a = tc.function.arguments
+                    slot["args"] += a if isinstance(a, str) else json.dumps(a)
+        tool_calls = [ToolCall(v["id"] or f"call_{k}", v["name"], v["args"] or "{}") for k, v in sorted(calls.items())]
+        return ChatResult("".join(text), tool_calls, None, getattr(usage, "prompt_tokens", 0) or 0,
+                          getattr(usage, "completion_tokens", 0) or 0, usage is None)
+
+
+class _Obj:
+    def __init__(self, d: dict[str, Any]) -> None:
+        self.name = d.get("name", "")
+        self.arguments = d.get("arguments", "{}")
+
+
+def _short(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        msg = body.get("message") or (body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) \
+            else body.get("message") or body.get("error")
+        if msg:
+            return str(msg)[:200]
+    return str(exc).splitlines()[0][:200]

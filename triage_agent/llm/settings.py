@@ -1,0 +1,127 @@
+"""Where the endpoint comes from: flags > environment > config-file profile > defaults.
+
+The API key is never printed, logged or saved: `Settings.__repr__` masks it and
+transcripts store only its source.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from triage_agent.errors import TriageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+OPENAI_DEFAULT = "https://api.openai.com/v1"
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "triage" / "config.toml"
+
+
+def state_dir(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "triage"
+
+
+def mask(key: str | None) -> str:
+    if not key:
+        return "(none)"
+    return f"{key[:3]}…{key[-2:]}" if len(key) > 8 else "***"
+
+
+@dataclass
+class Settings:
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    model: str | None = None
+    timeout: float = 120.0
+    connect_timeout: float = 10.0
+    profile: str | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    capabilities: dict[str, bool] = field(default_factory=dict)
+    retry_wait: float = 1.0  # base of the backoff between retries, seconds
+    max_attempts: int = 4
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url)
+
+    @property
+    def host(self) -> str:
+        from urllib.parse import urlparse
+
+        return urlparse(self.base_url or "").netloc or (self.base_url or "")
+
+    def describe(self) -> dict[str, Any]:
+        return {"base_url": self.base_url, "model": self.model, "api_key": mask(self.api_key),
+                "profile": self.profile, "sources": self.sources}
+
+
+def _load_config(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise TriageError(f"{path}: unreadable config ({exc})") from exc
+
+
+def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    env = dict(os.environ if env is None else env)
+    path = config_path(env)
+    doc = _load_config(path)
+    profiles = doc.get("profiles", {})
+    name = flags.get("profile") or env.get("TRIAGE_PROFILE") or doc.get("default_profile")
+    prof: dict[str, Any] = {}
+    if name:
+        if name not in profiles:
+            known = ", ".join(sorted(profiles)) or "none"
+            raise TriageError(f"no profile '{name}' in {path} (profiles: {known})")
+        prof = profiles[name]
+    s = Settings(profile=name)
+
+    def pick(attr: str, flag: str, env_names: tuple[str, ...], prof_key: str) -> None:
+        if flag in flags:
+            setattr(s, attr, flags[flag])
+            s.sources[attr] = f"--{flag.replace('_', '-')}"
+            return
+        for e in env_names:
+            if env.get(e):
+                setattr(s, attr, env[e])
+                s.sources[attr] = f"${e}"
+                return
+        if prof.get(prof_key) is not None:
+            setattr(s, attr, prof[prof_key])
+            s.sources[attr] = f"profile {name} ({path})"
+
+    pick("base_url", "base_url", ("TRIAGE_BASE_URL", "OPENAI_BASE_URL"), "base_url")
+    pick("model", "model", ("TRIAGE_MODEL",), "model")
+    if "api_key_env" in prof and env.get(str(prof["api_key_env"])):
+        s.api_key, s.sources["api_key"] = env[str(prof["api_key_env"])], f"${prof['api_key_env']} (profile {name})"
+    for e in ("TRIAGE_API_KEY", "OPENAI_API_KEY"):
+        if env.get(e):
+            s.api_key, s.sources["api_key"] = env[e], f"${e}"
+            break
+    if s.base_url is None and s.api_key and s.sources.get("api_key", "").startswith("$OPENAI"):
+        s.base_url, s.sources["base_url"] = OPENAI_DEFAULT, "default (OPENAI_API_KEY set)"
+    for key in ("timeout", "connect_timeout"):
+        if key in prof:
+            setattr(s, key, float(prof[key]))
+    s.capabilities = {str(k): bool(v) for k, v in prof.get("capabilities", {}).items()}
+    return s
+
+
+HOW_TO_CONFIGURE = ("no model endpoint configured; this is the offline report. To ask a model, set "
+                    "OPENAI_BASE_URL (e.g. http://127.0.0.1:8080/v1) and TRIAGE_MODEL (plus OPENAI_API_KEY if the "
+                    "endpoint needs one), or pass --base-url/--model, or add a profile to ~/.config/triage/config.toml")
