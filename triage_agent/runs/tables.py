@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -91,9 +92,8 @@ def _jsonl_line_numbers(path: Path, rows: int) -> list[int]:
     return numbers
 
 
-def _read_jsonl_slow(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
-    records: list[dict] = []
-    errors: list[ParseError] = []
+def iter_json_objects(path: Path, rel: str, errors: list[ParseError]) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every JSON-object line; bad lines go to `errors` with their location."""
     with path.open("rb") as fh:
         for i, raw in enumerate(fh, start=1):
             if not raw.strip():
@@ -109,8 +109,12 @@ def _read_jsonl_slow(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[Pa
             if not isinstance(obj, dict):
                 errors.append(ParseError(rel, i, "row is not a JSON object"))
                 continue
-            obj[LINE] = i
-            records.append(obj)
+            yield i, obj
+
+
+def _read_jsonl_slow(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+    errors: list[ParseError] = []
+    records = [obj | {LINE: i} for i, obj in iter_json_objects(path, rel, errors)]
     if not records:
         errors.append(ParseError(rel, None, "no readable rows"))
         return None, errors

@@ -2,33 +2,25 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from triage_agent.runs.logs import parse_value
 from triage_agent.runs.model import ParseError
+from triage_agent.runs.tables import iter_json_objects
 
 
 def read_verl_jsonl(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[ParseError]]:
     rows: list[dict[str, Any]] = []
     errors: list[ParseError] = []
-    with path.open("rb") as fh:
-        for i, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                errors.append(ParseError(rel, i, f"invalid JSON: {getattr(exc, 'msg', 'not UTF-8')}"))
-                continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict) or "step" not in obj:
-                errors.append(ParseError(rel, i, "not a {step, data} row"))
-                continue
-            row: dict[str, Any] = {"step": obj["step"]}
-            for k, v in obj["data"].items():
-                value = v if isinstance(v, (int, float)) and not isinstance(v, bool) else parse_value(str(v))
-                if value is not None:
-                    row[k] = value
-            rows.append(row)
+    for i, obj in iter_json_objects(path, rel, errors):
+        if not isinstance(obj.get("data"), dict) or "step" not in obj:
+            errors.append(ParseError(rel, i, "not a {step, data} row"))
+            continue
+        row: dict[str, Any] = {"step": obj["step"]}
+        for k, v in obj["data"].items():
+            value = v if isinstance(v, (int, float)) and not isinstance(v, bool) else parse_value(str(v))
+            if value is not None:
+                row[k] = value
+        rows.append(row)
     return rows, errors

@@ -11,30 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from triage_agent.runs.model import ParseError
+from triage_agent.runs.tables import iter_json_objects
 
 
 def read_history(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[ParseError]]:
     rows: list[dict[str, Any]] = []
     errors: list[ParseError] = []
-    with path.open("rb") as fh:
-        for i, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                errors.append(ParseError(rel, i, f"invalid JSON: {getattr(exc, 'msg', 'not UTF-8')}"))
-                continue
-            if not isinstance(obj, dict):
-                errors.append(ParseError(rel, i, "row is not a JSON object"))
-                continue
-            step = obj.get("train/global_step", obj.get("global_step", obj.get("_step")))
-            if step is None:
-                errors.append(ParseError(rel, i, "row has no step"))
-                continue
-            row = {k: v for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            row["step"] = step
-            rows.append(row)
+    for i, obj in iter_json_objects(path, rel, errors):
+        step = obj.get("train/global_step", obj.get("global_step", obj.get("_step")))
+        if step is None:
+            errors.append(ParseError(rel, i, "row has no step"))
+            continue
+        row = {k: v for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        row["step"] = step
+        rows.append(row)
     return rows, errors
 
 
