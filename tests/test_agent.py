@@ -245,3 +245,42 @@ def test_secrets_are_redacted_and_paths_cannot_escape(make_run, tmp_path):
     (root / "link.log").symlink_to(outside)
     run = load_run(root)
     assert "link.log" not in [s.path for s in run.logs]
+
+
+def test_tool_choice_rejected_is_dropped_and_remembered(env):
+    def reject(body):
+        return error(400, "tool_choice is not supported") if "tool_choice" in body else completion(json.dumps(GOOD_ANSWER))
+
+    with ScriptedServer([reject, reject]) as srv:
+        rep = report(RUN, settings(srv), save=False)
+    assert rep.source["kind"] == "model"
+    assert "tool_choice" in srv.requests[0] and "tool_choice" not in srv.requests[1]
+    assert "tools" in srv.requests[1]
+
+
+def test_streaming_rejected_answer_still_printed(env):
+    def reject(body):
+        return error(400, "stream is not supported") if body.get("stream") else completion("Plain answer.")
+
+    with ScriptedServer([reject, reject]) as srv:
+        code, out, _ = cli("ask", str(RUN), "why?", "--base-url", srv.base_url, "--model", "m", "--no-save")
+    assert code == 0 and out.strip() == "Plain answer."
+    assert "stream_options" not in srv.requests[1]
+
+
+def test_unknown_model_lists_the_endpoint_models(env):
+    with ScriptedServer([error(404, "The model `nope` does not exist")], models=["llama-3", "qwen"]) as srv, \
+            pytest.raises(TriageError, match="model 'nope' not found.*llama-3, qwen"):
+        report(RUN, Settings(base_url=srv.base_url, model="nope", retry_wait=0.01), save=False)
+
+
+def test_server_down_is_one_line(env):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with pytest.raises(TriageError, match="cannot reach"):
+        report(RUN, Settings(base_url=f"http://127.0.0.1:{port}/v1", model="m", retry_wait=0.01, max_attempts=2),
+               save=False)

@@ -126,7 +126,10 @@ def _model_command(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     question = args.question if args.question is not None else (sys.stdin.read() if not sys.stdin.isatty() else "")
 
+    streamed: list[str] = []
+
     def on_text(chunk: str) -> None:
+        streamed.append(chunk)
         out.file.write(chunk)
         out.file.flush()
 
@@ -138,6 +141,8 @@ def _model_command(args: argparse.Namespace, out: Console, err: Console) -> int:
     if isinstance(result, DryRun):
         out.file.write(dry_run_json(result) + "\n")
         return 0
+    if not streamed:  # the endpoint could not stream: print the whole answer now
+        out.file.write(result.answer)
     out.file.write("\n")
     _usage_line(result.source, err)
     return 0

@@ -93,6 +93,17 @@ def leaked_tool_calls(content: str, names: set[str]) -> list[ToolCall]:
     return calls
 
 
+# Optional request features a server may reject: (body key, capability name, words its error names).
+# tool_choice comes before tools: an error about "tool_choice" also contains "tool".
+OPTIONAL = [
+    ("tool_choice", "tool_choice", ("tool_choice", "tool choice")),
+    ("response_format", "json_schema", ("response_format", "json_schema", "json schema", "grammar")),
+    ("stream_options", "stream_usage", ("stream_options", "include_usage")),
+    ("stream", "streaming", ("stream",)),
+    ("tools", "tools", ("tool", "function")),
+]
+
+
 @dataclass
 class LLMClient:
     settings: Settings
@@ -156,42 +167,41 @@ class LLMClient:
              response_format: dict[str, Any] | None = None, stream: bool = False,
              on_text: Callable[[str], None] | None = None) -> ChatResult:
         """One chat request; rejected optional features are dropped, remembered, and the request resent."""
-        if tools and self.capabilities.get("tools") is False:
-            tools = None
-        if response_format and self.capabilities.get("json_schema") is False:
-            response_format = None
-        if stream and self.capabilities.get("streaming") is False:
-            stream = False
         body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
         if tools:
             body["tools"] = tools
+            body["tool_choice"] = "auto"
         if response_format:
             body["response_format"] = response_format
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        for key, capability, _ in OPTIONAL:
+            if key in body and self.capabilities.get(capability) is False:
+                body.pop(key)
+        if "tools" not in body:
+            body.pop("tool_choice", None)
+        if "stream" not in body:
+            body.pop("stream_options", None)
         while True:
             try:
-                result = self._call(lambda: self._send(body, stream, on_text))
+                result = self._call(lambda: self._send(body, on_text))
                 break
             except TriageError as err:
-                cause = str(err).lower()
-                if "tools" in body and ("tool" in cause or "function" in cause) and "http 4" in cause:
-                    self.capabilities["tools"] = False
-                    body.pop("tools")
-                    continue
-                if "response_format" in body and ("response_format" in cause or "json_schema" in cause
-                                                  or "json schema" in cause) and "http 4" in cause:
-                    self.capabilities["json_schema"] = False
-                    body.pop("response_format")
-                    continue
-                raise
-        if tools and not result.tool_calls and result.content:
-            names = {t["function"]["name"] for t in tools}
+                dropped = self._drop_rejected(body, str(err).lower())
+                if not dropped:
+                    raise
+        if "tools" in body:
+            self.capabilities.setdefault("tools", True)
+        if "tools" in body and not result.tool_calls and result.content:
+            names = {t["function"]["name"] for t in body["tools"]}
             leaked = leaked_tool_calls(result.content, names)
             if leaked:
                 self.capabilities["tool_calls_in_content"] = True
                 result.tool_calls, result.content = leaked, ""
         self.usage.requests += 1
         if result.usage_estimated:
-            result.prompt_tokens = estimate_tokens(body["messages"]) + (estimate_tokens(tools) if tools else 0)
+            result.prompt_tokens = estimate_tokens(body["messages"]) + estimate_tokens(body.get("tools", []))
             result.completion_tokens = estimate_tokens(result.content) + sum(
                 estimate_tokens(c.arguments) for c in result.tool_calls)
             self.usage.estimated = True
@@ -199,14 +209,29 @@ class LLMClient:
         self.usage.completion_tokens += result.completion_tokens
         return result
 
-    def _send(self, body: dict[str, Any], stream: bool, on_text: Callable[[str], None] | None) -> ChatResult:
-        extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
+    def _drop_rejected(self, body: dict[str, Any], cause: str) -> bool:
+        """A 400 that names an optional feature: drop it from the request and remember it for the session."""
+        if "http 400" not in cause and "http 422" not in cause:
+            return False
+        for key, capability, markers in OPTIONAL:
+            if key in body and any(m in cause for m in markers):
+                body.pop(key)
+                self.capabilities[capability] = False
+                if key == "tools":
+                    body.pop("tool_choice", None)
+                if key == "stream":
+                    body.pop("stream_options", None)
+                return True
+        return False
+
+    def _send(self, body: dict[str, Any], on_text: Callable[[str], None] | None) -> ChatResult:
+        extra = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
         try:
-            if stream:
+            if body.get("stream"):
                 return self._stream(body, extra, on_text)
             resp = self.sdk.chat.completions.create(model=body["model"], messages=body["messages"], **extra)
-        except openai.BadRequestError as exc:
-            raise TriageError(f"HTTP 400 {_short(exc)}", 3) from None
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            raise TriageError(f"HTTP {exc.status_code} {_short(exc)}", 3) from None
         return self._parse(resp)
 
     def _parse(self, resp: Any) -> ChatResult:
