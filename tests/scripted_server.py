@@ -35,8 +35,9 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> d
 
 
 class ScriptedServer:
-    def __init__(self, script: list[Any], models: list[str] | None = None) -> None:
+    def __init__(self, script: list[Any], models: list[str] | None = None, key: str | None = None) -> None:
         self.script = list(script)
+        self.key = key
         self.models = models if models is not None else ["scripted-model"]
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -56,7 +57,15 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _refuse(self) -> bool:
+                if server.key and self.headers.get("Authorization") != f"Bearer {server.key}":
+                    self._send(401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}})
+                    return True
+                return False
+
             def do_GET(self) -> None:
+                if self._refuse():
+                    return
                 if self.path.rstrip("/").endswith("/v1/models"):
                     self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]})
                 else:
@@ -65,6 +74,8 @@ class ScriptedServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self._refuse():
+                    return
                 if not self.path.startswith("/v1/"):
                     self._send(404, {"error": {"message": "Not Found"}})
                     return

@@ -16,6 +16,9 @@ EXAMPLES = {
     "inspect": "example: triage inspect sample_runs/boundary_collapse --json --fail-on high",
     "report": "example: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 triage report sample_runs/boundary_collapse --json",
     "ask": 'example: triage ask sample_runs/boundary_collapse "why does the boundary reward oscillate?"',
+    "doctor": "example: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 triage doctor --model qwen2.5-7b",
+    "apply": "example: triage report RUN --json > r.json && triage apply r.json --write fixed/",
+    "chat": "example: triage chat sample_runs/boundary_collapse --resume",
 }
 
 
@@ -52,6 +55,23 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("run", help="the run folder")
     sp.add_argument("question", nargs="?", help="the question (else read from stdin)")
     _endpoint_flags(sp)
+    sp = sub.add_parser("doctor", help="check the model endpoint step by step and say what to fix",
+                        description="Check settings, reachability, key, model, chat, tool calls, JSON-schema output "
+                                    "and streaming; remember the endpoint's capabilities for later runs.",
+                        epilog=EXAMPLES["doctor"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("--model", help="model name")
+    sp.add_argument("--base-url", help="OpenAI-compatible base URL")
+    sp.add_argument("--profile", help="a profile of ~/.config/triage/config.toml")
+    sp.add_argument("--json", action="store_true", help="print the checks as JSON")
+    sp = sub.add_parser("apply", help="turn accepted adjustments into config edits (a diff by default)",
+                        description="Edit the run's config values from a report JSON (or a run folder's offline "
+                                    "report). Only values change; comments, order and formatting stay.",
+                        epilog=EXAMPLES["apply"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("source", help="a report JSON from `triage report --json`, or a run folder")
+    sp.add_argument("--run", help="the run folder, when the report JSON was written elsewhere")
+    group = sp.add_mutually_exclusive_group()
+    group.add_argument("--write", metavar="DIR", help="write edited copies of the config files under DIR")
+    group.add_argument("--in-place", action="store_true", help="edit the originals, after saving .bak backups")
     return p
 
 
@@ -89,6 +109,10 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
             return _fail_code(report, args.fail_on)
         if args.command in ("report", "ask"):
             return _model_command(args, out, err)
+        if args.command == "doctor":
+            return _doctor(args, out)
+        if args.command == "apply":
+            return _apply(args, out, err)
     except TriageError as exc:
         err.print(f"triage: {exc}", markup=False, highlight=False)
         return exc.exit_code
@@ -96,6 +120,45 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
         err.print("triage: interrupted")
         return 130
     return 2
+
+
+def _doctor(args: argparse.Namespace, out: Console) -> int:
+    import json
+    import os
+
+    from triage_agent.commands.doctor import doctor
+    from triage_agent.llm.settings import resolve
+    from triage_agent.render.terminal import doctor_view
+
+    res = doctor(resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile}), dict(os.environ))
+    if args.json:
+        out.file.write(json.dumps({"settings": res.settings, "can_report": res.can_report,
+                                   "checks": [vars(c) for c in res.checks], "capabilities": res.capabilities},
+                                  indent=2) + "\n")
+    else:
+        doctor_view(res, out)
+    return 0 if res.can_report else 1
+
+
+def _apply(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from pathlib import Path
+
+    from triage_agent.commands.apply import plan, write
+
+    res = plan(args.source, args.run)
+    for file, key, reason in res.refused:
+        err.print(f"refused: {file} {key}: {reason}", highlight=False, markup=False)
+    if not res.edits:
+        err.print("nothing to apply", highlight=False)
+        return 0
+    if args.write or args.in_place:
+        write(res, Path(args.write) if args.write else None, args.in_place)
+        for path in res.written:
+            err.print(f"wrote {path}", highlight=False, markup=False)
+        return 0
+    for e in res.edits:
+        out.file.write(e.diff())
+    return 0
 
 
 def _model_command(args: argparse.Namespace, out: Console, err: Console) -> int:

@@ -33,7 +33,7 @@ def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callabl
         raise TriageError(HOW_TO_CONFIGURE.replace("this is the offline report. ", "") + "; or use `triage inspect`")
     if dry_run:
         return dry_run_request(base, settings, "ask", question)
-    client = make_client(settings, http_client)
+    client = make_client(settings, http_client, env)
     result = loop.run_agent(base, client, "ask", question, on_text=on_text, on_tool=on_tool)
     source = {"kind": "model", "model": settings.model, "endpoint": settings.host, "requests": client.usage.requests,
               "prompt_tokens": client.usage.prompt_tokens, "completion_tokens": client.usage.completion_tokens,

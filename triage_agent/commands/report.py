@@ -11,6 +11,7 @@ import httpx
 
 from triage_agent.agent import answer, loop, tools, transcript
 from triage_agent.errors import TriageError
+from triage_agent.llm import capabilities
 from triage_agent.llm.client import LLMClient
 from triage_agent.llm.settings import HOW_TO_CONFIGURE, Settings, state_dir
 from triage_agent.report import Report, offline_report
@@ -23,7 +24,10 @@ class DryRun:
     request: dict[str, Any]
 
 
-def make_client(settings: Settings, http_client: httpx.Client | None = None) -> LLMClient:
+def make_client(settings: Settings, http_client: httpx.Client | None = None,
+                env: dict[str, str] | None = None) -> LLMClient:
+    if env is not None:  # what `triage doctor` learnt about this endpoint; the profile's own list wins
+        settings.capabilities = capabilities.load(state_dir(env), settings.base_url, settings.model) | settings.capabilities
     client = LLMClient(settings, http_client=http_client)
     if not settings.model:
         models = client.list_models()
@@ -53,7 +57,7 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
         return base
     if dry_run:
         return dry_run_request(base, settings, "report")
-    client = make_client(settings, http_client)
+    client = make_client(settings, http_client, env)
     result = loop.run_agent(base, client, "report")
     source = {"kind": "model", "model": settings.model, "endpoint": settings.host, "requests": client.usage.requests,
               "prompt_tokens": client.usage.prompt_tokens, "completion_tokens": client.usage.completion_tokens,

@@ -176,3 +176,22 @@ def calibration_parts(report: Report) -> list[Any]:
     from triage_agent.render.calibration import parts
 
     return parts(report)
+
+
+def doctor_view(res: Any, console: Console) -> None:
+    t = Table(title="triage doctor", expand=False)
+    for col in ("check", "", "detail", "fix"):
+        t.add_column(col)
+    for c in res.checks:
+        mark = {True: "[green]ok[/green]", False: "[red]FAIL[/red]", None: "[yellow]warn[/yellow]"}[c.ok]
+        t.add_row(c.name, mark, c.detail, c.fix or "")
+    console.print(t)
+    if res.capabilities:
+        caps = Table(title="Endpoint capabilities (remembered for later runs)", expand=False)
+        caps.add_column("capability")
+        caps.add_column("")
+        for k, v in sorted(res.capabilities.items()):
+            caps.add_row(k, "yes" if v else "no")
+        console.print(caps)
+    fixes = [c.fix for c in res.checks if c.ok is False and c.fix]
+    console.print(f"[red]fix: {fixes[0]}[/red]" if fixes else "[green]ready for `triage report`[/green]")
