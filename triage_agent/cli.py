@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("run", help="the run folder")
     sp.add_argument("--json", action="store_true", help="print the JSON report document on stdout")
     sp.add_argument("--fail-on", choices=SEVERITIES[:3], help="exit 1 when a finding this severe or worse exists")
+    sp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
     sp = sub.add_parser("report", help="diagnosis and checked config changes, from a model when one is configured",
                         description="Ask the configured model for a diagnosis; every suggested change is checked and "
                                     "re-computed on the run. Without an endpoint, the offline report.",
@@ -47,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("run", help="the run folder")
     sp.add_argument("--json", action="store_true", help="print the JSON report document on stdout")
     sp.add_argument("--offline", action="store_true", help="never call a model")
+    sp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
     sp.add_argument("--fail-on", choices=SEVERITIES[:3], help="exit 1 when a finding this severe or worse exists")
     _endpoint_flags(sp)
     sp = sub.add_parser("ask", help="ask a question about a run (answer streamed)",
@@ -101,7 +103,8 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
             from triage_agent.commands.inspect import inspect
             from triage_agent.render import jsondoc, terminal
 
-            report = inspect(args.run)
+            report = inspect(args.run, _progress(err))
+            _write_html(report, args.html, err)
             if args.json:
                 out.file.write(jsondoc.dumps(report) + "\n")
             else:
@@ -120,6 +123,38 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
         err.print("triage: interrupted")
         return 130
     return 2
+
+
+def _write_html(report, path: str | None, err: Console) -> None:  # type: ignore[no-untyped-def]
+    if not path:
+        return
+    from pathlib import Path
+
+    from triage_agent.render import html
+
+    try:
+        Path(path).write_text(html.render(report), encoding="utf-8")
+    except OSError as exc:
+        raise TriageError(f"{path}: cannot write the HTML report ({exc.strerror})") from None
+    err.print(f"wrote {path}", highlight=False, markup=False)
+
+
+def _progress(err: Console):  # type: ignore[no-untyped-def]
+    """A rich progress bar on stderr when it is a terminal; nothing otherwise."""
+    if not err.is_terminal:
+        return None
+    from rich.progress import Progress
+
+    bar = Progress(console=err, transient=True)
+    task = bar.add_task("reading run", total=None)
+    bar.start()
+
+    def update(name: str, i: int, total: int) -> None:
+        bar.update(task, completed=i + 1, total=total, description=f"reading {name[-40:]}")
+        if i + 1 >= total:
+            bar.stop()
+
+    return update
 
 
 def _doctor(args: argparse.Namespace, out: Console) -> int:
@@ -177,6 +212,7 @@ def _model_command(args: argparse.Namespace, out: Console, err: Console) -> int:
         if isinstance(result, DryRun):
             out.file.write(dry_run_json(result) + "\n")
             return 0
+        _write_html(result, args.html, err)
         if args.json:
             out.file.write(jsondoc.dumps(result) + "\n")
         else:

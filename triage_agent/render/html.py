@@ -1,0 +1,124 @@
+"""One self-contained HTML file: plots first, then findings, diagnosis and adjustments."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+from triage_agent.analysis import calibration as cal
+from triage_agent.analysis import filter as filt
+from triage_agent.analysis import rewards
+from triage_agent.findings.calibration import score_range
+from triage_agent.findings.common import band, weights
+from triage_agent.findings.selector import trajectory
+from triage_agent.render import plots
+from triage_agent.report import Report
+
+CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-width:1120px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+.high{color:#b00020;font-weight:bold}.medium{color:#b36b00}.low{color:#00609c}.info{color:#777}
+.plots{display:flex;flex-wrap:wrap;gap:12px}.plot{border:1px solid #eee;background:#fff}
+.t{font-size:13px;font-weight:600}.l{font-size:10px;fill:#444}.ax{stroke:#444}.grid{stroke:#eee}
+.target{stroke:#888;stroke-dasharray:4 3}.band{fill:#ffd54f;opacity:.35}.muted{color:#777}"""
+# Runs after load: counts the plots that drew something, so tests (and people) can see they rendered.
+CHECK = """<script>document.addEventListener('DOMContentLoaded',function(){var n=0;
+document.querySelectorAll('svg.plot').forEach(function(s){if(s.querySelectorAll('polyline,rect').length)n++;});
+document.body.setAttribute('data-plots-rendered',String(n));});</script>"""
+
+
+def _plots(report: Report) -> list[str]:
+    run = report.run
+    out: list[str] = []
+    w, _ = weights(run)
+    for rd in run.rounds:
+        if rd.history is None or rd.role == "generator":
+            continue
+        frame = rd.history.frame
+        comps = rewards.component_columns(frame, w)[:8]
+        if comps:
+            out.append(plots.line_chart(f"{rd.name}: reward components", {c: (frame["step"], frame[c]) for c in comps},
+                                        f"step · {rd.history.source}"))
+    if run.filter_stats is not None:
+        b = band(run)
+        a = filt.audit(run.filter_stats.frame, b)
+        out.append(plots.paired_histogram("Accuracy before/after the filter", a.hist_before, a.hist_after, b,
+                                          f"accuracy · {run.filter_stats.source}"))
+    traj = trajectory(run)
+    if traj is not None:
+        series = {}
+        offset = 0
+        for g, rd in zip(traj.rounds, [r for r in run.rounds_of("generator") if r.history is not None]):
+            frame = rd.history.frame  # type: ignore[union-attr]
+            series[f"round {g.index}"] = (frame["step"] - frame["step"].min() + offset, frame["accuracy"])
+            offset += int(frame["step"].max() - frame["step"].min()) + 1
+        out.append(plots.line_chart("Generator accuracy against its target", series, "step (rounds in sequence)",
+                                    (traj.target, f"target {traj.target:g}")))
+    if run.eval_history is not None and {"proxy_reward", "gold_pass_rate"} <= set(run.eval_history.frame.columns):
+        f = run.eval_history.frame.sort_values("step")
+        out.append(plots.line_chart("Proxy reward vs gold pass rate",
+                                    {"proxy reward": (f["step"], f["proxy_reward"]),
+                                     "gold pass rate": (f["step"], f["gold_pass_rate"])},
+                                    f"step · {run.eval_history.source}"))
+    if run.solver_scores is not None:
+        frame = run.solver_scores.frame
+        rel = cal.reliability(frame["score"].to_numpy(dtype=float), frame["gold_pass"].astype(bool).to_numpy(),
+                              score_range(run))
+        out.append(plots.reliability_diagram(f"Solver reliability, ECE {rel.ece:.3f}", rel.bins,
+                                             f"solver score (normalised) · {run.solver_scores.source}"))
+    if run.metrics is not None:
+        m = run.metrics.frame
+        cols = [c for c in ("reward", "clipped_ratio", "frac_reward_zero_std", "entropy") if c in m.columns]
+        if cols and len(m) > 1:
+            out.append(plots.line_chart("Trainer metrics", {c: (m["step"], m[c]) for c in cols},
+                                        f"step · {run.metrics.source}"))
+    return out
+
+
+def _table(headers: list[str], rows: list[list[Any]], classes: list[str] | None = None) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        cls = f' class="{classes[i]}"' if classes else ""
+        body.append("<tr>" + "".join(f"<td{cls if j == 0 else ''}>{escape(str(v))}</td>" for j, v in enumerate(row))
+                    + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def render(report: Report) -> str:
+    run = report.run
+    src = report.source
+    source = "deterministic rules (offline)" if src.get("kind") == "offline" else \
+        f"model {src.get('model')} at {src.get('endpoint')} ({src.get('requests')} requests)"
+    parts = [f"<h1>triage: {escape(str(run.root))}</h1>",
+             f"<p>kind <b>{escape(run.kind)}</b> · {len(run.files)} files · source: {escape(source)}</p>",
+             '<h2>Plots</h2><div class="plots">' + "".join(_plots(report)) + "</div>", "<h2>Findings</h2>"]
+    if report.findings:
+        parts.append(_table(["severity", "id", "what", "source"],
+                            [[f.severity, f.id, f.title, f.evidence.get("source", "")] for f in report.findings],
+                            [f.severity for f in report.findings]))
+        parts.append("<details><summary>evidence</summary><pre>" + escape(json.dumps(
+            {f.id: f.evidence for f in report.findings}, indent=1, default=str)) + "</pre></details>")
+    else:
+        parts.append('<p class="muted">No findings.</p>')
+    if report.diagnosis:
+        parts.append("<h2>Diagnosis</h2>" + _table(["cause", "findings", "confidence"],
+                                                  [[d.cause, ", ".join(d.findings), f"{d.confidence:.2f}"]
+                                                   for d in report.diagnosis]))
+    if report.adjustments:
+        parts.append("<h2>Suggested changes (re-computed on this run)</h2>" + _table(
+            ["file", "key", "from", "to", "predicted", "meets target", "rationale"],
+            [[a.file, a.key, a.from_, a.to, json.dumps(a.predicted, default=str), a.meets_target, a.rationale]
+             for a in report.adjustments]))
+    if report.rejected:
+        parts.append("<h2>Rejected suggestions</h2>" + _table(["file", "key", "to", "reason"],
+                                                             [[x.file, x.key, x.to, x.reason] for x in report.rejected]))
+    if report.troubleshooting:
+        parts.append("<h2>Troubleshooting order</h2>" + _table(
+            ["stage", "question", "status", "findings"],
+            [[s.stage, s.question, s.status, ", ".join(s.findings)] for s in report.troubleshooting]))
+    if report.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in report.notes) + "</ul>")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>triage: {escape(run.root.name)}</title>"
+            f"<style>{CSS}</style>{CHECK}</head><body>{''.join(parts)}</body></html>")
