@@ -7,8 +7,10 @@ or a callable(request_body) returning one. Every request body is recorded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -92,8 +94,13 @@ class ScriptedServer:
                     self.send_header("Content-Type", "text/event-stream")
                     self.end_headers()
                     for chunk in reply["stream"]:
+                        if reply.get("delay") and self.wfile.closed:
+                            break
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                    self.wfile.write(b"data: [DONE]\n\n")
+                        self.wfile.flush()
+                        time.sleep(reply.get("delay", 0))
+                    with contextlib.suppress(OSError):  # the client hung up (Ctrl-C)
+                        self.wfile.write(b"data: [DONE]\n\n")
                     return
                 self._send(reply["status"], reply["json"], reply.get("headers"))
 

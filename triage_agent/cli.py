@@ -57,6 +57,14 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("run", help="the run folder")
     sp.add_argument("question", nargs="?", help="the question (else read from stdin)")
     _endpoint_flags(sp)
+    sp = sub.add_parser("chat", help="an interactive session about a run",
+                        description="Chat with the configured model about one run; slash commands work without one.",
+                        epilog=EXAMPLES["chat"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("run", help="the run folder")
+    sp.add_argument("--resume", action="store_true", help="continue the last conversation about this run")
+    sp.add_argument("--model", help="model name")
+    sp.add_argument("--base-url", help="OpenAI-compatible base URL")
+    sp.add_argument("--profile", help="a profile of ~/.config/triage/config.toml")
     sp = sub.add_parser("doctor", help="check the model endpoint step by step and say what to fix",
                         description="Check settings, reachability, key, model, chat, tool calls, JSON-schema output "
                                     "and streaming; remember the endpoint's capabilities for later runs.",
@@ -114,6 +122,16 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
             return _model_command(args, out, err)
         if args.command == "doctor":
             return _doctor(args, out)
+        if args.command == "chat":
+            import os
+
+            from triage_agent.commands.chat import start
+            from triage_agent.llm.settings import resolve
+            from triage_agent.render.chat import repl
+
+            settings = resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
+            session, status = start(args.run, settings, dict(os.environ), args.resume)
+            return repl(session, out, status)
         if args.command == "apply":
             return _apply(args, out, err)
     except TriageError as exc:

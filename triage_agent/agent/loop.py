@@ -52,6 +52,35 @@ def inline_results(offline: Report) -> str:
     return prompts.load("inline_tools.md").replace("{results}", json.dumps(usable))
 
 
+def converse(messages: list[dict[str, Any]], run: Any, client: LLMClient, max_requests: int, *, stream: bool,
+             on_text: Callable[[str], None] | None = None, on_tool: Callable[[ToolEvent], None] | None = None,
+             events: list[ToolEvent] | None = None, response_format: dict[str, Any] | None = None
+             ) -> tuple[str | None, int]:
+    """Request, run the tools the model asks for, repeat until it answers in text.
+
+    Appends to `messages`; returns (the answer, requests used), the answer None at `max_requests`.
+    """
+    schemas = tools.schemas()
+    for used in range(1, max_requests + 1):
+        reply = client.chat(messages, tools=schemas, response_format=response_format, stream=stream, on_text=on_text)
+        if not reply.tool_calls:
+            messages.append({"role": "assistant", "content": reply.content})
+            return reply.content, used
+        messages.append({"role": "assistant", "content": reply.content or None, "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls]})
+        for c in reply.tool_calls:
+            t0 = time.perf_counter()
+            out = tools.call(run, c.name, c.arguments)
+            event = ToolEvent(c.name, c.arguments, time.perf_counter() - t0, len(out))
+            if events is not None:
+                events.append(event)
+            if on_tool:
+                on_tool(event)
+            messages.append({"role": "tool", "tool_call_id": c.id, "content": out})
+    return None, max_requests
+
+
 def run_agent(offline: Report, client: LLMClient, task: str, question: str | None = None,
               on_text: Callable[[str], None] | None = None,
               on_tool: Callable[[ToolEvent], None] | None = None) -> AgentResult:
@@ -61,31 +90,20 @@ def run_agent(offline: Report, client: LLMClient, task: str, question: str | Non
     if client.capabilities.get("tools") is False:
         messages[1]["content"] += "\n\n" + inline_results(offline)
     result = AgentResult(messages, None)
-    schemas = tools.schemas()
     repaired = inlined = False
     response_format = None
-    for _turn in range(MAX_TURNS):
+    turns = 0
+    while turns < MAX_TURNS:
         had_tools = client.capabilities.get("tools") is not False
-        reply = client.chat(messages, tools=schemas, response_format=response_format, stream=task == "ask",
-                            on_text=on_text)
-        if reply.tool_calls:
-            messages.append({"role": "assistant", "content": reply.content or None, "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in reply.tool_calls]})
-            for c in reply.tool_calls:
-                t0 = time.perf_counter()
-                out = tools.call(run, c.name, c.arguments)
-                event = ToolEvent(c.name, c.arguments, time.perf_counter() - t0, len(out))
-                result.events.append(event)
-                if on_tool:
-                    on_tool(event)
-                messages.append({"role": "tool", "tool_call_id": c.id, "content": out})
-            continue
-        messages.append({"role": "assistant", "content": reply.content})
-        result.final = reply.content
+        content, used = converse(messages, run, client, MAX_TURNS - turns, stream=task == "ask", on_text=on_text,
+                                 on_tool=on_tool, events=result.events, response_format=response_format)
+        turns += used
+        if content is None:
+            break
+        result.final = content
         if task == "ask":
             return result
-        obj, problem = answer.parse_answer(reply.content)
+        obj, problem = answer.parse_answer(content)
         if obj is not None:
             result.answer = obj
             return result

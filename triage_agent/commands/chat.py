@@ -1,0 +1,113 @@
+"""`triage chat RUN`: an interactive session about one run, kept per run in the state dir."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from triage_agent.agent import loop, prompts, tools
+from triage_agent.agent.loop import ToolEvent
+from triage_agent.commands.report import make_client
+from triage_agent.llm.client import LLMClient
+from triage_agent.llm.settings import Settings, state_dir
+from triage_agent.report import Report, offline_report
+from triage_agent.runs.load import load_run
+
+COMMANDS = {
+    "/help": "this list",
+    "/findings": "the deterministic findings",
+    "/tools": "the tools the model can call",
+    "/simulate key=value ...": "what-if for config changes (key as file:key or a dotted key)",
+    "/reset": "start the conversation again",
+    "/save FILE": "write the conversation to FILE (JSON)",
+    "/model NAME": "switch the model",
+    "/exit": "leave (Ctrl-D too)",
+}
+
+
+@dataclass
+class ChatSession:
+    offline: Report
+    settings: Settings
+    client: LLMClient | None
+    state: Path
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    events: list[ToolEvent] = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        digest = hashlib.sha1(str(self.offline.run.root.resolve()).encode()).hexdigest()[:12]
+        return self.state / "chats" / f"{self.offline.run.root.name}-{digest}.json"
+
+    def reset(self) -> None:
+        self.messages = [{"role": "system", "content": prompts.load("system.md")},
+                         {"role": "user", "content": loop.first_message(self.offline, "chat", None)},
+                         {"role": "assistant", "content": "I have read the run's overview and findings. Ask away."}]
+
+    def save(self, path: Path | None = None) -> Path:
+        target = path or self.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"run": str(self.offline.run.root), "model": self.settings.model,
+                                      "messages": self.messages, "tool_events": [vars(e) for e in self.events]},
+                                     indent=1, ensure_ascii=False))
+        return target
+
+    def resume(self) -> bool:
+        try:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return False
+        self.messages = list(doc.get("messages", [])) or self.messages
+        return True
+
+    def turn(self, question: str, on_text: Callable[[str], None] | None,
+             on_tool: Callable[[ToolEvent], None] | None) -> str:
+        """One model answer; on Ctrl-C (or an endpoint error) the conversation is left as it was before."""
+        assert self.client is not None
+        mark = len(self.messages)
+        self.messages.append({"role": "user", "content": question})
+        try:
+            content, _ = loop.converse(self.messages, self.offline.run, self.client, loop.MAX_TURNS, stream=True,
+                                       on_text=on_text, on_tool=on_tool, events=self.events)
+        except BaseException:
+            del self.messages[mark:]
+            raise
+        if content is None:
+            return f"(no answer within {loop.MAX_TURNS} requests)"
+        self.save()
+        return content
+
+    def simulate(self, specs: list[str]) -> dict[str, Any]:
+        changes: dict[str, float] = {}
+        for spec in specs:
+            key, sep, value = spec.partition("=")
+            if not sep:
+                raise ValueError(f"'{spec}': write key=value")
+            try:
+                changes[key.strip()] = float(value)
+            except ValueError:
+                raise ValueError(f"'{value}' is not a number") from None
+        out = tools.call(self.offline.run, "simulate_adjustment", {"changes": changes})
+        if out.startswith("error:"):
+            raise ValueError(out[len("error: "):])
+        return json.loads(out)
+
+
+def start(path: str | Path, settings: Settings, env: dict[str, str], resume: bool = False) -> tuple[ChatSession, str]:
+    """The session and a line saying how it started (model or slash commands only)."""
+    offline = offline_report(load_run(path))
+    client = make_client(settings, env=env) if settings.configured else None
+    session = ChatSession(offline, settings, client, state_dir(env))
+    session.reset()
+    resumed = resume and session.resume()
+    if client is None:
+        status = "no model endpoint configured: slash commands only (/help). Set OPENAI_BASE_URL and TRIAGE_MODEL."
+    else:
+        status = f"chatting with {settings.model} at {settings.host}"
+    if resumed:
+        status += f" (resumed {sum(1 for m in session.messages if m['role'] == 'user') - 1} earlier questions)"
+    return session, status

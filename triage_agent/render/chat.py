@@ -1,0 +1,130 @@
+"""The interactive front of `triage chat`: prompt, history, streaming Markdown, slash commands."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.table import Table
+
+from triage_agent.agent import tools
+from triage_agent.commands.chat import COMMANDS, ChatSession
+from triage_agent.errors import TriageError
+from triage_agent.render.terminal import findings_table
+
+PROMPT = "triage> "
+
+
+def _history(state: Path) -> None:
+    """Line editing and history through readline, where the platform has it."""
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - Windows
+        return
+    hist = state / "chat_history"
+    hist.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        readline.read_history_file(hist)
+    import atexit
+
+    atexit.register(lambda: readline.write_history_file(hist))
+
+
+def _slash(session: ChatSession, line: str, console: Console) -> bool:
+    """Run a slash command; False means leave."""
+    cmd, _, rest = line.partition(" ")
+    if cmd == "/exit":
+        return False
+    if cmd == "/help":
+        for name, what in COMMANDS.items():
+            console.print(f"  {name:28} {what}", highlight=False, markup=False)
+    elif cmd == "/findings":
+        console.print(findings_table(session.offline))
+    elif cmd == "/tools":
+        for fn in tools.TOOLS:
+            console.print(f"  {fn.__name__:28} {(fn.__doc__ or '').strip().splitlines()[0][:90]}", highlight=False,
+                          markup=False)
+    elif cmd == "/simulate":
+        try:
+            res = session.simulate(rest.split())
+        except ValueError as exc:
+            console.print(f"simulate: {exc}", markup=False, highlight=False)
+            return True
+        t = Table(title="what-if on this run")
+        for col in ("file", "key", "from → to", "predicted", "meets target"):
+            t.add_column(col)
+        for r in res["results"]:
+            t.add_row(r["file"], r["key"], f"{r['from']} → {r['to']}", json.dumps(r["predicted"]), str(r["meets_target"]))
+        for r in res["rejected"]:
+            t.add_row(r["file"], r["key"], str(r["to"]), "rejected: " + r["reason"], "-")
+        console.print(t)
+    elif cmd == "/reset":
+        session.reset()
+        console.print("conversation reset")
+    elif cmd == "/save":
+        if not rest.strip():
+            console.print("usage: /save FILE")
+        else:
+            console.print(f"saved {session.save(Path(rest.strip()))}", markup=False, highlight=False)
+    elif cmd == "/model":
+        if not rest.strip():
+            console.print(f"model: {session.settings.model}")
+        else:
+            session.settings.model = rest.strip()
+            console.print(f"model: {session.settings.model}")
+    else:
+        console.print(f"unknown command {cmd}; /help lists them", markup=False, highlight=False)
+    return True
+
+
+def repl(session: ChatSession, console: Console, status: str, read: Callable[[str], str] = input) -> int:
+    _history(session.state)
+    console.print(f"[dim]{status}. /help for commands, Ctrl-C stops an answer, Ctrl-D leaves.[/dim]", highlight=False)
+    while True:
+        try:
+            line = read(PROMPT).strip()
+        except EOFError:
+            console.print()
+            break
+        except KeyboardInterrupt:
+            console.print("\n(Ctrl-D or /exit to leave)")
+            continue
+        if not line:
+            continue
+        if line.startswith("/"):
+            if not _slash(session, line, console):
+                break
+            continue
+        if session.client is None:
+            console.print("no model configured: slash commands only (/help)")
+            continue
+        _answer(session, line, console)
+    session.save()
+    console.print(f"[dim]conversation saved to {session.path}[/dim]", highlight=False)
+    return 0
+
+
+def _answer(session: ChatSession, line: str, console: Console) -> None:
+    """Stream one answer as Markdown; tool calls show as status lines; Ctrl-C stops only this answer."""
+    text: list[str] = []
+
+    def on_tool(ev) -> None:  # type: ignore[no-untyped-def]
+        console.print(f"[dim]→ {ev.name}({ev.arguments[:60]}) {ev.seconds * 1000:.0f} ms[/dim]", highlight=False)
+
+    try:
+        with Live(Markdown(""), console=console, refresh_per_second=8, transient=False) as live:
+            def on_text(chunk: str) -> None:
+                text.append(chunk)
+                live.update(Markdown("".join(text)))
+
+            answer = session.turn(line, on_text, on_tool)
+            live.update(Markdown(answer))
+    except KeyboardInterrupt:
+        console.print("[answer stopped]", style="yellow", markup=False, highlight=False)
+    except TriageError as exc:
+        console.print(f"[red]{exc}[/red]", highlight=False)
