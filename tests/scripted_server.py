@@ -99,8 +99,9 @@ class ScriptedServer:
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
                         time.sleep(reply.get("delay", 0))
-                    with contextlib.suppress(OSError):  # the client hung up (Ctrl-C)
-                        self.wfile.write(b"data: [DONE]\n\n")
+                    if not reply.get("no_done"):  # llama-cpp-python ends some failed streams with nothing
+                        with contextlib.suppress(OSError):  # the client hung up (Ctrl-C)
+                            self.wfile.write(b"data: [DONE]\n\n")
                     return
                 self._send(reply["status"], reply["json"], reply.get("headers"))
 

@@ -148,7 +148,9 @@ def test_turn_limit_falls_back_to_offline(env):
     looping = [completion(tool_calls=[tool_call("run_overview", "{}", f"x{i}")]) for i in range(10)]
     with ScriptedServer(looping) as srv:
         rep = report(RUN, settings(srv), save=False)
-    assert len(srv.requests) == 6
+    # MAX_TURNS = 6 requests, one held back for a repair; the last tool round offers no tools
+    assert len(srv.requests) == 5
+    assert all("tools" in r for r in srv.requests[:4]) and "tools" not in srv.requests[4]
     assert rep.source["kind"] == "offline" and rep.source["fallback"] is True
     assert any("turn limit" in n for n in rep.notes)
     assert {f.id for f in rep.findings} >= {"filter.boundary_starved"}
@@ -284,3 +286,62 @@ def test_server_down_is_one_line(env):
     with pytest.raises(TriageError, match="cannot reach"):
         report(RUN, Settings(base_url=f"http://127.0.0.1:{port}/v1", model="m", retry_wait=0.01, max_attempts=2),
                save=False)
+
+
+# Regression tests for what llama.cpp's server (llama-cpp-python 0.3.36) did differently, each reproduced here.
+
+def validation_500(loc: str, msg: str):
+    text = f"1 validation error:\n  {{'type': 'literal_error', 'loc': ('body', {loc}), 'msg': \"{msg}\"}}"
+    return error(500, text)
+
+
+def test_json_schema_500_validation_error_downgrades_to_json_object(env):
+    def server(body):
+        rf = body.get("response_format")
+        if rf and rf["type"] == "json_schema":
+            return validation_500("'response_format', 'type'", "Input should be 'text' or 'json_object'")
+        return completion(json.dumps(GOOD_ANSWER))
+
+    script = [completion("not json"), server, server]
+    with ScriptedServer(script) as srv:
+        rep = report(RUN, settings(srv), save=False)
+    assert rep.source["kind"] == "model"
+    assert len(srv.requests) == 3  # no retries of the 500: it names a field, it is not a passing fault
+    assert srv.requests[2]["response_format"] == {"type": "json_object"}
+
+
+def test_null_assistant_content_rejected_is_resent_as_empty_string(env):
+    def server(body):
+        if any(m["role"] == "assistant" and m.get("content") is None for m in body["messages"]):
+            return validation_500("'messages', 2, 'ChatCompletionRequestAssistantMessage', 'content'",
+                                  "Input should be a valid string")
+        return completion(json.dumps(GOOD_ANSWER))
+
+    script = [completion(tool_calls=[tool_call("filter_audit", "{}")]), server, server]
+    with ScriptedServer(script) as srv:
+        rep = report(RUN, settings(srv), save=False)
+    assert rep.source["kind"] == "model"
+    assert srv.requests[2]["messages"][2]["content"] == ""
+
+
+def test_functions_prefix_leaked_call_with_html_escapes(env):
+    leaked = 'functions.rollout_reliability:\n{ &#34;rollouts&#34;: 4 }'
+    script = [completion(leaked), completion(json.dumps(GOOD_ANSWER).replace('"', "&#34;"))]
+    with ScriptedServer(script) as srv:
+        rep = report(RUN, settings(srv), save=False)
+    assert rep.source["kind"] == "model"  # the escaped JSON answer was read too
+    tool_msg = next(m for m in srv.requests[1]["messages"] if m["role"] == "tool")
+    assert json.loads(tool_msg["content"])["estimates"]["given"]["rollouts"] == 4
+
+
+def test_empty_stream_with_tools_is_resent_unstreamed(env):
+    def server(body):
+        if body.get("stream") and "tools" in body:
+            return {"stream": [], "no_done": True}
+        return completion("The filter drops the band.")
+
+    with ScriptedServer([server, server]) as srv:
+        seen = []
+        res = ask(RUN, "why?", settings(srv), on_text=seen.append, save=False)
+    assert res.answer == "The filter drops the band." and seen == []
+    assert srv.requests[0]["stream"] is True and "stream" not in srv.requests[1]

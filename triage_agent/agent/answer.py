@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from typing import Any
@@ -30,6 +31,8 @@ ANSWER_SCHEMA = {
 def extract_json(text: str) -> Any:
     """The JSON object in a message: bare, fenced, or the outermost braces in prose."""
     text = text.strip()
+    if "&#34;" in text or "&quot;" in text:  # HTML-escaped JSON from some chat templates
+        text = html.unescape(text)
     fenced = re.search(r"```(?:json)?\s*(\{.*\})\s*```", text, re.S)
     candidates = [text] + ([fenced.group(1)] if fenced else [])
     start, end = text.find("{"), text.rfind("}")

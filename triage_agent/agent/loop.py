@@ -54,15 +54,18 @@ def inline_results(offline: Report) -> str:
 
 def converse(messages: list[dict[str, Any]], run: Any, client: LLMClient, max_requests: int, *, stream: bool,
              on_text: Callable[[str], None] | None = None, on_tool: Callable[[ToolEvent], None] | None = None,
-             events: list[ToolEvent] | None = None, response_format: dict[str, Any] | None = None
-             ) -> tuple[str | None, int]:
+             events: list[ToolEvent] | None = None, response_format: dict[str, Any] | None = None,
+             last_without_tools: bool = False, offer_tools: bool = True) -> tuple[str | None, int]:
     """Request, run the tools the model asks for, repeat until it answers in text.
 
     Appends to `messages`; returns (the answer, requests used), the answer None at `max_requests`.
+    With `last_without_tools`, the last request offers no tools, so a model that keeps calling
+    them must answer.
     """
     schemas = tools.schemas()
     for used in range(1, max_requests + 1):
-        reply = client.chat(messages, tools=schemas, response_format=response_format, stream=stream, on_text=on_text)
+        offer = None if not offer_tools or (last_without_tools and used == max_requests and used > 1) else schemas
+        reply = client.chat(messages, tools=offer, response_format=response_format, stream=stream, on_text=on_text)
         if not reply.tool_calls:
             messages.append({"role": "assistant", "content": reply.content})
             return reply.content, used
@@ -95,8 +98,11 @@ def run_agent(offline: Report, client: LLMClient, task: str, question: str | Non
     turns = 0
     while turns < MAX_TURNS:
         had_tools = client.capabilities.get("tools") is not False
-        content, used = converse(messages, run, client, MAX_TURNS - turns, stream=task == "ask", on_text=on_text,
-                                 on_tool=on_tool, events=result.events, response_format=response_format)
+        # one request stays in reserve for a repair until it has been used
+        budget = MAX_TURNS - turns - (0 if repaired or task == "ask" else 1)
+        content, used = converse(messages, run, client, budget, stream=task == "ask", on_text=on_text,
+                                 on_tool=on_tool, events=result.events, response_format=response_format,
+                                 last_without_tools=True, offer_tools=not repaired)
         turns += used
         if content is None:
             break

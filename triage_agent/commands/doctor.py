@@ -15,6 +15,7 @@ from triage_agent.llm.settings import HOW_TO_CONFIGURE, Settings, mask, state_di
 TOOL_FIX = ("the server does not do tool calls: start it with a tool-capable chat template (llama.cpp server "
             "--jinja; llama-cpp-python --chat_format chatml-function-calling; vLLM --enable-auto-tool-choice "
             "--tool-call-parser NAME); until then triage inlines tool results in the prompt")
+PROBE_TOKENS = 64  # the probes need a word or a small object, never a long answer
 PROBE_TOOL = {"type": "function", "function": {
     "name": "get_run_kind", "description": "Return the kind of the training run.",
     "parameters": {"type": "object", "properties": {"run": {"type": "string"}}, "required": ["run"]}}}
@@ -60,6 +61,12 @@ def doctor(settings: Settings, env: dict[str, str], http_client: httpx.Client | 
     assert settings.base_url is not None
     try:
         resp = http.get(_models_url(settings.base_url), headers=headers)
+    except httpx.TimeoutException as exc:
+        busy = not isinstance(exc, httpx.ConnectTimeout)
+        add(Check("reachable", False, f"{settings.base_url} did not answer within {settings.timeout:g} s "
+                  f"({type(exc).__name__})", "the server is busy or stuck (a long generation?): wait or restart it"
+                  if busy else "server down: start the server or fix the host and port in the base URL"))
+        return res
     except httpx.HTTPError as exc:
         add(Check("reachable", False, f"cannot connect to {settings.base_url} ({type(exc).__name__})",
                   "server down: start the server or fix the host and port in the base URL"))
@@ -96,13 +103,14 @@ def doctor(settings: Settings, env: dict[str, str], http_client: httpx.Client | 
               else "the endpoint lists no models; trying the configured name"))
     client = LLMClient(settings, http_client=http_client)
     try:
-        r = client.chat([{"role": "user", "content": "Reply with the word ok."}])
+        r = client.chat([{"role": "user", "content": "Reply with the word ok."}], max_tokens=PROBE_TOKENS)
         add(Check("chat", True, f"minimal request answered ({len(r.content)} characters)"))
     except TriageError as exc:
         add(Check("chat", False, str(exc), "fix the error above; `triage report` cannot work without chat"))
         return res
     try:
-        r = client.chat([{"role": "user", "content": "Call get_run_kind with run='demo'."}], tools=[PROBE_TOOL])
+        r = client.chat([{"role": "user", "content": "Call get_run_kind with run='demo'."}], tools=[PROBE_TOOL],
+                        max_tokens=PROBE_TOKENS)
         if client.capabilities.get("tools") is False:
             add(Check("tool calling", None, "the server rejected `tools`", TOOL_FIX))
         elif r.tool_calls:
@@ -117,8 +125,10 @@ def doctor(settings: Settings, env: dict[str, str], http_client: httpx.Client | 
         "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}
     try:
         r = client.chat([{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}],
-                        response_format=schema)
-        if client.capabilities.get("json_schema") is False:
+                        response_format=schema, max_tokens=PROBE_TOKENS)
+        if client.capabilities.get("json_object"):
+            add(Check("JSON-schema output", None, "JSON schemas rejected; plain JSON mode (json_object) used instead"))
+        elif client.capabilities.get("json_schema") is False:
             add(Check("JSON-schema output", None, "response_format rejected; answers are parsed and repaired"))
         else:
             try:
@@ -131,7 +141,8 @@ def doctor(settings: Settings, env: dict[str, str], http_client: httpx.Client | 
         add(Check("JSON-schema output", None, str(exc)))
     try:
         chunks: list[str] = []
-        client.chat([{"role": "user", "content": "Reply with the word ok."}], stream=True, on_text=chunks.append)
+        client.chat([{"role": "user", "content": "Reply with the word ok."}], stream=True, on_text=chunks.append,
+                    max_tokens=PROBE_TOKENS)
         if client.capabilities.get("streaming") is False:
             add(Check("streaming", None, "streaming rejected; `ask` prints the answer when complete"))
         else:

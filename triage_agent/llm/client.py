@@ -7,6 +7,7 @@ Quirks are detected at run time and remembered in `capabilities` for the session
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
@@ -38,6 +39,7 @@ class ChatResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     usage_estimated: bool = False
+    empty_stream: bool = False  # a streamed 200 that carried no event at all
 
 
 @dataclass
@@ -53,8 +55,14 @@ def estimate_tokens(payload: Any) -> int:
     return max(1, len(json.dumps(payload, ensure_ascii=False)) // 4)
 
 
+def _is_validation_error(exc: BaseException) -> bool:
+    """Some servers (llama-cpp-python) answer a request field they do not accept with a 500 validation error."""
+    text = str(exc).lower()
+    return "validation error" in text or "literal_error" in text or "extra_forbidden" in text
+
+
 def _retryable(exc: BaseException) -> bool:
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError) or _is_validation_error(exc):
         return False
     if isinstance(exc, (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)):
         return True
@@ -73,18 +81,23 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 _LEAKED = [re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S),
-           re.compile(r"```(?:json)?\s*(\{\s*\"name\".*?\})\s*```", re.S)]
+           re.compile(r"```(?:json)?\s*(\{\s*\"name\".*?\})\s*```", re.S),
+           # llama-cpp-python's chatml-function-calling template: `functions.NAME:\n{...}`
+           re.compile(r"functions\.(?P<name>\w+)\s*:\s*(\{.*?\})\s*$", re.S | re.M)]
 
 
 def leaked_tool_calls(content: str, names: set[str]) -> list[ToolCall]:
     """Tool calls some servers put in the message text instead of `tool_calls`."""
     calls: list[ToolCall] = []
+    content = html.unescape(content)  # some templates send the JSON HTML-escaped (&#34;)
     for pattern in _LEAKED:
         for i, m in enumerate(pattern.finditer(content)):
             try:
-                obj = json.loads(m.group(1))
+                obj = json.loads(m.group(m.lastindex or 1))
             except json.JSONDecodeError:
                 continue
+            if "name" in pattern.groupindex and isinstance(obj, dict):
+                obj = {"name": m.group("name"), "arguments": obj}
             if isinstance(obj, dict) and obj.get("name") in names:
                 args = obj.get("arguments", obj.get("parameters", {}))
                 calls.append(ToolCall(f"leaked_{i}", obj["name"], args if isinstance(args, str) else json.dumps(args)))
@@ -101,6 +114,7 @@ OPTIONAL = [
     ("stream_options", "stream_usage", ("stream_options", "include_usage")),
     ("stream", "streaming", ("stream",)),
     ("tools", "tools", ("tool", "function")),
+    ("max_tokens", "max_tokens", ("max_tokens",)),
 ]
 
 
@@ -138,7 +152,9 @@ class LLMClient:
         if isinstance(exc, openai.RateLimitError):
             return TriageError(f"{base} kept rate-limiting (HTTP 429) after {self.settings.max_attempts} attempts", 3)
         if isinstance(exc, openai.APIStatusError):
-            return TriageError(f"{base} failed with HTTP {exc.status_code} after retries: {_short(exc)}", 3)
+            err = TriageError(f"{base} failed with HTTP {exc.status_code} after retries: {_short(exc)}", 3)
+            err.detail = f"http {exc.status_code} {exc}"  # type: ignore[attr-defined]
+            return err
         return TriageError(f"request to {base} failed: {exc}", 3)
 
     def _wait(self, state: RetryCallState) -> float:
@@ -165,9 +181,11 @@ class LLMClient:
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
              response_format: dict[str, Any] | None = None, stream: bool = False,
-             on_text: Callable[[str], None] | None = None) -> ChatResult:
+             on_text: Callable[[str], None] | None = None, max_tokens: int | None = None) -> ChatResult:
         """One chat request; rejected optional features are dropped, remembered, and the request resent."""
-        body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
+        body: dict[str, Any] = {"model": self.settings.model, "messages": messages,
+                                # a small model in JSON mode can otherwise write until its context is full
+                                "max_tokens": max_tokens or self.settings.max_tokens}
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
@@ -176,9 +194,17 @@ class LLMClient:
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        if response_format and self.capabilities.get("json_schema") is False and self.capabilities.get("json_object"):
+            body["response_format"] = {"type": "json_object"}
         for key, capability, _ in OPTIONAL:
-            if key in body and self.capabilities.get(capability) is False:
+            if key in body and self.capabilities.get(capability) is False and not (
+                    key == "response_format" and body[key].get("type") == "json_object"
+                    and self.capabilities.get("json_object")):
                 body.pop(key)
+        if "tools" in body and "stream" in body and self.capabilities.get("stream_with_tools") is False:
+            body.pop("stream")
+        if self.capabilities.get("null_content") is False:
+            body["messages"] = _no_null_content(messages)
         if "tools" not in body:
             body.pop("tool_choice", None)
         if "stream" not in body:
@@ -186,9 +212,15 @@ class LLMClient:
         while True:
             try:
                 result = self._call(lambda: self._send(body, on_text))
+                if result.empty_stream and "tools" in body:
+                    # a 200 with no events: the server cannot stream while tools are offered; ask again, unstreamed
+                    self.capabilities["stream_with_tools"] = False
+                    body.pop("stream", None)
+                    body.pop("stream_options", None)
+                    continue
                 break
             except TriageError as err:
-                dropped = self._drop_rejected(body, str(err).lower())
+                dropped = self._drop_rejected(body, (getattr(err, "detail", None) or str(err)).lower())
                 if not dropped:
                     raise
         if "tools" in body:
@@ -211,10 +243,21 @@ class LLMClient:
 
     def _drop_rejected(self, body: dict[str, Any], cause: str) -> bool:
         """A 400 that names an optional feature: drop it from the request and remember it for the session."""
-        if "http 400" not in cause and "http 422" not in cause:
+        if not re.search(r"http [45]\d\d", cause):
             return False
+        if "content" in cause and "valid string" in cause and self.capabilities.get("null_content") is not False:
+            # the server wants a string where an assistant tool-call message has `content: null`
+            self.capabilities["null_content"] = False
+            body["messages"] = _no_null_content(body["messages"])
+            return True
         for key, capability, markers in OPTIONAL:
             if key in body and any(m in cause for m in markers):
+                if key == "response_format" and body[key].get("type") == "json_schema" and "json_object" in cause:
+                    # the server offers plain JSON mode instead of schemas: use that
+                    body[key] = {"type": "json_object"}
+                    self.capabilities["json_schema"] = False
+                    self.capabilities["json_object"] = True
+                    return True
                 body.pop(key)
                 self.capabilities[capability] = False
                 if key == "tools":
@@ -231,7 +274,9 @@ class LLMClient:
                 return self._stream(body, extra, on_text)
             resp = self.sdk.chat.completions.create(model=body["model"], messages=body["messages"], **extra)
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-            raise TriageError(f"HTTP {exc.status_code} {_short(exc)}", 3) from None
+            err = TriageError(f"{self.settings.base_url} refused the request (HTTP {exc.status_code}): {_short(exc)}", 3)
+            err.detail = f"http {exc.status_code} {exc}"  # type: ignore[attr-defined]
+            raise err from None
         return self._parse(resp)
 
     def _parse(self, resp: Any) -> ChatResult:
@@ -257,7 +302,9 @@ class LLMClient:
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         usage = None
+        events = 0
         for chunk in stream:
+            events += 1
             if getattr(chunk, "usage", None):
                 usage = chunk.usage
             if not chunk.choices:
@@ -278,7 +325,11 @@ class LLMClient:
                     slot["args"] += a if isinstance(a, str) else json.dumps(a)
         tool_calls = [ToolCall(v["id"] or f"call_{k}", v["name"], v["args"] or "{}") for k, v in sorted(calls.items())]
         return ChatResult("".join(text), tool_calls, None, getattr(usage, "prompt_tokens", 0) or 0,
-                          getattr(usage, "completion_tokens", 0) or 0, usage is None)
+                          getattr(usage, "completion_tokens", 0) or 0, usage is None, empty_stream=events == 0)
+
+
+def _no_null_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m | {"content": ""} if m.get("content") is None else m for m in messages]
 
 
 class _Obj:

@@ -49,6 +49,7 @@ class Settings:
     profile: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
     capabilities: dict[str, bool] = field(default_factory=dict)
+    max_tokens: int = 2048  # per answer; bounds a model that would otherwise write until its context is full
     retry_wait: float = 1.0  # base of the backoff between retries, seconds
     max_attempts: int = 4
 
@@ -118,6 +119,8 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
     for key in ("timeout", "connect_timeout"):
         if key in prof:
             setattr(s, key, float(prof[key]))
+    if "max_tokens" in prof:
+        s.max_tokens = int(prof["max_tokens"])
     s.capabilities = {str(k): bool(v) for k, v in prof.get("capabilities", {}).items()}
     return s
 
