@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -57,7 +58,7 @@ def test_report_completes_with_checked_adjustments(tmp_path):
             assert src["kind"] == "model"
         for a in doc["adjustments"]:
             assert {"from", "predicted", "meets_target"} <= set(a)
-        transcript = json.loads(open(src["transcript"]).read())
+        transcript = json.loads(Path(src["transcript"]).read_text())
         assert transcript["usage"]["requests"] == src["requests"]
         for ev in transcript["tool_events"]:
             assert ev["name"] and ev["output_chars"] > 0
