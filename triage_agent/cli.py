@@ -22,12 +22,13 @@ EXAMPLES = {
 }
 
 
-def _endpoint_flags(sp: argparse.ArgumentParser) -> None:
+def _endpoint_flags(sp: argparse.ArgumentParser, sends: bool = True) -> None:
     sp.add_argument("--model", help="model name (else $TRIAGE_MODEL, the profile, or the endpoint's first model)")
     sp.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
     sp.add_argument("--profile", help="a profile of ~/.config/triage/config.toml")
-    sp.add_argument("--dry-run", action="store_true", help="print exactly what would be sent, and send nothing")
-    sp.add_argument("--no-save", action="store_true", help="do not save a transcript in the state dir")
+    if sends:
+        sp.add_argument("--dry-run", action="store_true", help="print exactly what would be sent, and send nothing")
+        sp.add_argument("--no-save", action="store_true", help="do not save a transcript in the state dir")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,16 +63,12 @@ def _parser() -> argparse.ArgumentParser:
                         epilog=EXAMPLES["chat"], formatter_class=argparse.RawDescriptionHelpFormatter)
     sp.add_argument("run", help="the run folder")
     sp.add_argument("--resume", action="store_true", help="continue the last conversation about this run")
-    sp.add_argument("--model", help="model name")
-    sp.add_argument("--base-url", help="OpenAI-compatible base URL")
-    sp.add_argument("--profile", help="a profile of ~/.config/triage/config.toml")
+    _endpoint_flags(sp, sends=False)
     sp = sub.add_parser("doctor", help="check the model endpoint step by step and say what to fix",
                         description="Check settings, reachability, key, model, chat, tool calls, JSON-schema output "
                                     "and streaming; remember the endpoint's capabilities for later runs.",
                         epilog=EXAMPLES["doctor"], formatter_class=argparse.RawDescriptionHelpFormatter)
-    sp.add_argument("--model", help="model name")
-    sp.add_argument("--base-url", help="OpenAI-compatible base URL")
-    sp.add_argument("--profile", help="a profile of ~/.config/triage/config.toml")
+    _endpoint_flags(sp, sends=False)
     sp.add_argument("--json", action="store_true", help="print the checks as JSON")
     sp = sub.add_parser("apply", help="turn accepted adjustments into config edits (a diff by default)",
                         description="Edit the run's config values from a report JSON (or a run folder's offline "

@@ -21,6 +21,7 @@ from triage_agent.analysis.stats import rnd
 from triage_agent.findings import engine, suggest
 from triage_agent.findings.calibration import score_range
 from triage_agent.findings.common import band, number, weights
+from triage_agent.findings.rules import rules_for
 from triage_agent.findings.selector import last_selector, trajectory
 from triage_agent.runs.model import Round, Run
 
@@ -285,7 +286,7 @@ def simulate_adjustment(run: Run, changes: dict[str, float]) -> dict[str, Any]:
                 raise ValueError(f"'{spec}': give changes as file:key (see read_config)")
             file, key = cv.file, cv.key
         proposals.append({"file": file, "key": key, "to": value})
-    _, rules, _ = engine.evaluate(run)
+    rules, _ = rules_for(run.rule_overrides)
     adjusted, rejected = suggest.finalize(run, proposals, rules)
     return {"results": [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": _bounded(a.predicted),
                          "meets_target": a.meets_target} for a in adjusted],
