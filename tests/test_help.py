@@ -26,3 +26,18 @@ def test_readme_shows_every_command():
     readme = (REPO / "README.md").read_text()
     for name in commands():
         assert f"triage {name}" in readme, name
+
+
+def test_progress_bar_only_on_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    from triage_agent.cli import _progress
+    from triage_agent.runs.load import load_run
+
+    assert _progress(Console(file=io.StringIO())) is None
+    buf = io.StringIO()
+    update = _progress(Console(file=buf, force_terminal=True, width=100))
+    load_run(REPO / "sample_runs" / "healthy", update)
+    assert "reading" in buf.getvalue()
