@@ -92,6 +92,25 @@ def rounds_table(report: Report) -> Table | None:
     return t
 
 
+def metrics_table(report: Report) -> Table | None:
+    """A trainer run's canonical metrics (reward, clipped ratio, KL...) with trend and curve."""
+    run = report.run
+    if run.metrics is None or len(run.metrics.frame) < 2:
+        return None
+    frame = run.metrics.frame
+    cols = [c for c in ("reward", "reward_std", "frac_reward_zero_std", "clipped_ratio", "completion_length", "kl",
+                        "entropy", "loss") if c in frame.columns and frame[c].notna().sum() >= 2]
+    if not cols:
+        return None
+    t = Table(title=f"Trainer metrics ({run.metrics.source}, {len(frame)} steps)", expand=False)
+    for col in ("metric", "first→last", "rho(step)", "curve"):
+        t.add_column(col)
+    for name, st in rewards.history_stats(frame, cols).items():
+        t.add_row(name, f"{st.first:.3g}→{st.last:.3g}", "" if st.rho_step is None else f"{st.rho_step:+.2f}",
+                  sparkline(st.spark))
+    return t
+
+
 def filter_panel(report: Report) -> Panel | None:
     run = report.run
     if run.filter_stats is None:
@@ -160,7 +179,7 @@ def diagnosis_and_adjustments(report: Report) -> list[Any]:
 def render(report: Report, console: Console) -> None:
     console.print(summary(report))
     console.print(findings_table(report))
-    for part in (rounds_table(report), filter_panel(report), generator_panel(report)):
+    for part in (metrics_table(report), rounds_table(report), filter_panel(report), generator_panel(report)):
         if part is not None:
             console.print(part)
     for extra in calibration_parts(report):
