@@ -12,7 +12,7 @@ import httpx
 from triage_agent.agent import loop, transcript
 from triage_agent.commands.report import DryRun, dry_run_request, make_client
 from triage_agent.errors import TriageError
-from triage_agent.llm.settings import HOW_TO_CONFIGURE, Settings, state_dir
+from triage_agent.llm.settings import CONFIGURE_HINT, Settings, state_dir
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
 
@@ -30,7 +30,7 @@ def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callabl
         raise TriageError("no question given (pass it as an argument or on stdin)")
     base = offline_report(load_run(path))
     if not settings.configured:
-        raise TriageError(HOW_TO_CONFIGURE.replace("this is the offline report. ", "") + "; or use `triage inspect`")
+        raise TriageError(f"no model endpoint configured: {CONFIGURE_HINT}; `triage inspect` works without one")
     if dry_run:
         return dry_run_request(base, settings, "ask", question)
     client = make_client(settings, http_client, env)

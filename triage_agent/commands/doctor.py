@@ -10,7 +10,7 @@ import httpx
 from triage_agent.errors import TriageError
 from triage_agent.llm import capabilities
 from triage_agent.llm.client import LLMClient
-from triage_agent.llm.settings import HOW_TO_CONFIGURE, Settings, mask, state_dir
+from triage_agent.llm.settings import CONFIGURE_HINT, Settings, mask, state_dir
 
 TOOL_FIX = ("the server does not do tool calls: start it with a tool-capable chat template (llama.cpp server "
             "--jinja; llama-cpp-python --chat_format chatml-function-calling; vLLM --enable-auto-tool-choice "
@@ -50,7 +50,7 @@ def doctor(settings: Settings, env: dict[str, str], http_client: httpx.Client | 
                         "profile": settings.profile, "sources": dict(settings.sources)})
     add = res.checks.append
     if not settings.configured:
-        add(Check("configuration", False, "no endpoint configured", HOW_TO_CONFIGURE.split("; ", 1)[1]))
+        add(Check("configuration", False, "no endpoint configured", CONFIGURE_HINT))
         return res
     src = settings.sources
     add(Check("configuration", True, f"base URL {settings.base_url} (from {src.get('base_url')}), model "

@@ -125,6 +125,6 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
     return s
 
 
-HOW_TO_CONFIGURE = ("no model endpoint configured; this is the offline report. To ask a model, set "
-                    "OPENAI_BASE_URL (e.g. http://127.0.0.1:8080/v1) and TRIAGE_MODEL (plus OPENAI_API_KEY if the "
-                    "endpoint needs one), or pass --base-url/--model, or add a profile to ~/.config/triage/config.toml")
+CONFIGURE_HINT = ("set OPENAI_BASE_URL (e.g. http://127.0.0.1:8080/v1) and TRIAGE_MODEL (plus OPENAI_API_KEY if the "
+                  "endpoint needs one), or pass --base-url/--model, or add a profile to ~/.config/triage/config.toml")
+HOW_TO_CONFIGURE = f"no model endpoint configured; this is the offline report. To ask a model, {CONFIGURE_HINT}"

@@ -213,4 +213,4 @@ def doctor_view(res: Any, console: Console) -> None:
             caps.add_row(k, "yes" if v else "no")
         console.print(caps)
     fixes = [c.fix for c in res.checks if c.ok is False and c.fix]
-    console.print(f"[red]fix: {fixes[0]}[/red]" if fixes else "[green]ready for `triage report`[/green]")
+    console.print(f"[red]fix: {fixes[0]}[/red]" if fixes else "[green]ready for `triage report`[/green]", soft_wrap=True)
