@@ -137,6 +137,11 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
     except KeyboardInterrupt:
         err.print("triage: interrupted")
         return 130
+    except BrokenPipeError:  # `triage inspect --json | head`: the reader left, nothing more to say
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        return 0
     return 2
 
 

@@ -83,19 +83,26 @@ def plan(source: str | Path, run_override: str | None = None) -> ApplyResult:
 
 def write(result: ApplyResult, out_dir: Path | None = None, in_place: bool = False) -> ApplyResult:
     """Edited copies under `out_dir`, or the originals after saving `<file>.bak` backups."""
-    for e in result.edits:
-        if in_place:
-            target = result.run / e.file
-            backup = target.with_name(target.name + ".bak")
-            n = 1
-            while backup.exists():
-                backup = target.with_name(f"{target.name}.bak{n}")
-                n += 1
-            shutil.copy2(target, backup)
-        else:
-            assert out_dir is not None
-            target = out_dir / e.file
-            target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(e.edited, encoding="utf-8")
-        result.written.append(str(target))
+    try:
+        for e in result.edits:
+            _write_one(result, e, out_dir, in_place)
+    except OSError as exc:
+        raise TriageError(f"{exc.filename or 'output'}: cannot write ({exc.strerror})") from None
     return result
+
+
+def _write_one(result: ApplyResult, e: FileEdit, out_dir: Path | None, in_place: bool) -> None:
+    if in_place:
+        target = result.run / e.file
+        backup = target.with_name(target.name + ".bak")
+        n = 1
+        while backup.exists():
+            backup = target.with_name(f"{target.name}.bak{n}")
+            n += 1
+        shutil.copy2(target, backup)
+    else:
+        assert out_dir is not None
+        target = out_dir / e.file
+        target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(e.edited, encoding="utf-8")
+    result.written.append(str(target))

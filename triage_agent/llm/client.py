@@ -48,6 +48,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     estimated: bool = False
+    seconds: list[float] = field(default_factory=list)  # wall time of each request, retries included
 
 
 def estimate_tokens(payload: Any) -> int:
@@ -209,6 +210,7 @@ class LLMClient:
             body.pop("tool_choice", None)
         if "stream" not in body:
             body.pop("stream_options", None)
+        started = time.perf_counter()
         while True:
             try:
                 result = self._call(lambda: self._send(body, on_text))
@@ -232,6 +234,7 @@ class LLMClient:
                 self.capabilities["tool_calls_in_content"] = True
                 result.tool_calls, result.content = leaked, ""
         self.usage.requests += 1
+        self.usage.seconds.append(round(time.perf_counter() - started, 3))
         if result.usage_estimated:
             result.prompt_tokens = estimate_tokens(body["messages"]) + estimate_tokens(body.get("tools", []))
             result.completion_tokens = estimate_tokens(result.content) + sum(
