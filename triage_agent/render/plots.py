@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+import math
 from html import escape
 
 import numpy as np
 
-W, H = 520, 240
-PAD_L, PAD_R, PAD_T, PAD_B = 48, 12, 28, 34
+W, H = 500, 250
+PAD_L, PAD_R, PAD_T, PAD_B = 48, 12, 42, 34
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 MAX_POINTS = 300
 
@@ -45,9 +46,15 @@ def _axes(f: _Frame, title: str, xlabel: str) -> list[str]:
     for v in np.linspace(f.y0, f.y1, 5):
         out.append(f'<text x="{PAD_L - 4}" y="{f.py(v) + 4:.1f}" text-anchor="end" class="l">{v:.3g}</text>')
         out.append(f'<line x1="{PAD_L}" y1="{f.py(v):.1f}" x2="{W - PAD_R}" y2="{f.py(v):.1f}" class="grid"/>')
-    for v in np.linspace(f.x0, f.x1, 5):
-        out.append(f'<text x="{f.px(v):.1f}" y="{H - PAD_B + 14}" text-anchor="middle" class="l">{v:.3g}</text>')
+    for i, v in enumerate(np.linspace(f.x0, f.x1, 5)):
+        anchor = "start" if i == 0 else "end" if i == 4 else "middle"
+        out.append(f'<text x="{f.px(v):.1f}" y="{H - PAD_B + 14}" text-anchor="{anchor}" class="l">{_tick(v, f.x1 - f.x0)}</text>')
     return out
+
+
+def _tick(v: float, span: float) -> str:
+    """Steps as whole numbers (1,975), fractions with two or three significant digits."""
+    return f"{v:,.0f}" if span >= 10 else f"{v:.3g}"
 
 
 def _svg(parts: list[str], label: str) -> str:
@@ -71,7 +78,7 @@ def line_chart(title: str, series: dict[str, tuple[Sequence[float], Sequence[flo
         color = COLORS[i % len(COLORS)]
         pts = " ".join(f"{f.px(a):.1f},{f.py(b):.1f}" for a, b in zip(x, y))
         parts.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="1.5"/>')
-        parts.append(f'<text x="{PAD_L + 8 + 110 * i}" y="{PAD_T + 10}" fill="{color}" class="l">{escape(name)}</text>')
+        parts.append(f'<text x="{PAD_L + 8 + 110 * i}" y="{PAD_T - 8}" style="fill:{color}" class="l">{escape(name)}</text>')
     return _svg(parts, title)
 
 
@@ -80,9 +87,12 @@ def paired_histogram(title: str, before: list[int], after: list[int] | None, ban
     top = max(before + (after or []) + [1])
     f = _Frame(0.0, 1.0, 0.0, float(top))
     parts = _axes(f, title, xlabel)
-    parts.append(f'<rect x="{f.px(band[0]):.1f}" y="{PAD_T}" width="{f.px(band[1]) - f.px(band[0]):.1f}" '
-                 f'height="{H - PAD_T - PAD_B}" class="band"/>')
     n = len(before)
+    # shade the bins that hold in-band values: with k/n accuracies, 0.6 sits in the bin [0.6, 0.7)
+    lo_edge = math.floor(band[0] * n + 1e-9) / n
+    hi_edge = min(1.0, (math.floor(band[1] * n + 1e-9) + 1) / n)
+    parts.append(f'<rect x="{f.px(lo_edge):.1f}" y="{PAD_T}" width="{f.px(hi_edge) - f.px(lo_edge):.1f}" '
+                 f'height="{H - PAD_T - PAD_B}" class="band"/>')
     for i, cnt in enumerate(before):
         x0, x1 = f.px(i / n), f.px((i + 1) / n)
         w = (x1 - x0) / 2 - 1
@@ -92,9 +102,9 @@ def paired_histogram(title: str, before: list[int], after: list[int] | None, ban
             a = after[i]
             parts.append(f'<rect x="{x0 + 1 + w:.1f}" y="{f.py(a):.1f}" width="{w:.1f}" '
                          f'height="{f.py(0) - f.py(a):.1f}" fill="{COLORS[1]}"><title>after: {a}</title></rect>')
-    parts.append(f'<text x="{PAD_L + 8}" y="{PAD_T + 10}" fill="{COLORS[0]}" class="l">before filter</text>'
-                 f'<text x="{PAD_L + 110}" y="{PAD_T + 10}" fill="{COLORS[1]}" class="l">after filter</text>'
-                 f'<text x="{PAD_L + 210}" y="{PAD_T + 10}" class="l">shaded: boundary band</text>')
+    parts.append(f'<text x="{PAD_L + 8}" y="{PAD_T - 8}" style="fill:{COLORS[0]}" class="l">before filter</text>'
+                 f'<text x="{PAD_L + 110}" y="{PAD_T - 8}" style="fill:{COLORS[1]}" class="l">after filter</text>'
+                 f'<text x="{PAD_L + 210}" y="{PAD_T - 8}" class="l">shaded: bins of the boundary band</text>')
     return _svg(parts, title)
 
 
@@ -108,6 +118,6 @@ def reliability_diagram(title: str, bins: list[dict[str, float | int]],
         parts.append(f'<rect x="{f.px(lo) + 1:.1f}" y="{f.py(rate):.1f}" width="{f.px(hi) - f.px(lo) - 2:.1f}" '
                      f'height="{f.py(0) - f.py(rate):.1f}" fill="{COLORS[0]}" opacity="0.8">'
                      f'<title>n={b["n"]} gold rate {rate:.2f}</title></rect>')
-    parts.append(f'<text x="{PAD_L + 8}" y="{PAD_T + 10}" class="l">bars: gold pass rate per score bin; '
+    parts.append(f'<text x="{PAD_L + 8}" y="{PAD_T - 8}" class="l">bars: gold pass rate per score bin; '
                  "line: perfect calibration</text>")
     return _svg(parts, title)
