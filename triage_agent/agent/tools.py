@@ -19,8 +19,7 @@ from triage_agent.analysis import rewards, rounds
 from triage_agent.analysis.rollouts import reliability
 from triage_agent.analysis.stats import rnd
 from triage_agent.findings import engine, suggest
-from triage_agent.findings.calibration import score_range
-from triage_agent.findings.common import band, number, weights
+from triage_agent.findings.common import band, number, score_range, weights
 from triage_agent.findings.rules import rules_for
 from triage_agent.findings.selector import last_selector, trajectory
 from triage_agent.runs.model import Round, Run

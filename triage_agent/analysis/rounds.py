@@ -26,16 +26,6 @@ class ComponentDiff:
     curve_r: float | None
 
 
-@dataclass(frozen=True)
-class SelectorDiff:
-    round_a: int
-    round_b: int
-    components: list[ComponentDiff]
-    same_generator: bool | None
-    generator_a: str | None
-    generator_b: str | None
-
-
 def diff_components(a: pd.DataFrame, b: pd.DataFrame, comps: list[str]) -> list[ComponentDiff]:
     out = []
     for c in comps:

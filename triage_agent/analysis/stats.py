@@ -51,16 +51,6 @@ def swing_ratio(x: ArrayLike) -> float | None:
     return float(np.mean(np.abs(np.diff(a))) / spread)
 
 
-def slope(x: ArrayLike, y: ArrayLike) -> float | None:
-    """Least-squares slope of y on x."""
-    a, b = _arr(x), _arr(y)
-    ok = np.isfinite(a) & np.isfinite(b)
-    a, b = a[ok], b[ok]
-    if len(a) < 2 or a.std() == 0:
-        return None
-    return float(np.polyfit(a, b, 1)[0])
-
-
 def tail(x: ArrayLike, fraction: float) -> np.ndarray:
     """The last `fraction` of the points (at least one)."""
     a = _arr(x)

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from triage_agent.agent import loop, transcript
-from triage_agent.commands.report import DryRun, dry_run_request, make_client
+from triage_agent.commands.report import DryRun, dry_run_request, make_client, model_source
 from triage_agent.errors import TriageError
 from triage_agent.llm.settings import CONFIGURE_HINT, Settings, state_dir
 from triage_agent.report import offline_report
@@ -35,9 +35,7 @@ def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callabl
         return dry_run_request(base, settings, "ask", question)
     client = make_client(settings, http_client, env)
     result = loop.run_agent(base, client, "ask", question, on_text=on_text, on_tool=on_tool)
-    source = {"kind": "model", "model": settings.model, "endpoint": settings.host, "requests": client.usage.requests,
-              "prompt_tokens": client.usage.prompt_tokens, "completion_tokens": client.usage.completion_tokens,
-              **({"usage_estimated": True} if client.usage.estimated else {})}
+    source = model_source(settings, client)
     if save:
         source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "ask", result, client,
                                                    {"question": question}))

@@ -38,6 +38,14 @@ def make_client(settings: Settings, http_client: httpx.Client | None = None,
     return client
 
 
+def model_source(settings: Settings, client: LLMClient) -> dict[str, Any]:
+    """The report's `source` for a model session: endpoint host, model, requests and tokens."""
+    u = client.usage
+    return {"kind": "model", "model": settings.model, "endpoint": settings.host, "requests": u.requests,
+            "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+            **({"usage_estimated": True} if u.estimated else {})}
+
+
 def dry_run_request(offline: Report, settings: Settings, task: str, question: str | None = None) -> DryRun:
     from triage_agent.agent import prompts
 
@@ -59,9 +67,7 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
         return dry_run_request(base, settings, "report")
     client = make_client(settings, http_client, env)
     result = loop.run_agent(base, client, "report")
-    source = {"kind": "model", "model": settings.model, "endpoint": settings.host, "requests": client.usage.requests,
-              "prompt_tokens": client.usage.prompt_tokens, "completion_tokens": client.usage.completion_tokens,
-              **({"usage_estimated": True} if client.usage.estimated else {})}
+    source = model_source(settings, client)
     if save:
         source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "report", result, client))
     if result.answer is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from triage_agent.analysis import calibration as cal
-from triage_agent.findings.common import number, r, suggestion
+from triage_agent.findings.common import number, r, score_range, suggestion
 from triage_agent.findings.model import Finding
 from triage_agent.findings.rules import Rules, ge, gt
 from triage_agent.runs.model import Run
@@ -23,13 +23,6 @@ STAGES = [
     ("update magnitude", "Does each calibration move the solver too much or too often?"),
     ("validation", "Is the validation metric independent of the solver's own score?"),
 ]
-
-
-def score_range(run: Run) -> tuple[float, float]:
-    v = run.config_value("score_range")
-    if isinstance(v, (list, tuple)) and len(v) == 2 and all(number(x) is not None for x in v) and v[1] > v[0]:
-        return float(v[0]), float(v[1])
-    return 0.0, 1.0
 
 
 def check(run: Run, rules: Rules) -> list[Finding]:

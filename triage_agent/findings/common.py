@@ -20,6 +20,13 @@ def band(run: Run) -> tuple[float, float]:
     return 0.4, 0.6  # spec default
 
 
+def score_range(run: Run) -> tuple[float, float]:
+    v = run.config_value("score_range")
+    if isinstance(v, (list, tuple)) and len(v) == 2 and all(number(x) is not None for x in v) and v[1] > v[0]:
+        return float(v[0]), float(v[1])
+    return 0.0, 1.0  # spec default
+
+
 def target_accuracy(run: Run) -> float:
     v = number(run.config_value("target_accuracy"))
     return 0.5 if v is None else v

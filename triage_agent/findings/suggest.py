@@ -12,7 +12,7 @@ from typing import Any
 
 from triage_agent.analysis import rewards, whatif
 from triage_agent.analysis.rollouts import reliability
-from triage_agent.findings.common import band, number, r, weights
+from triage_agent.findings.common import band, number, r, score_range, weights
 from triage_agent.findings.model import Adjustment, Finding, Rejected
 from triage_agent.findings.rules import Rules
 from triage_agent.runs.model import ConfigValue, Run
@@ -52,19 +52,12 @@ def check(run: Run, file: str, key: str, to: Any) -> tuple[ConfigValue | None, s
         if new < 0:
             return None, "a weight must be >= 0"
     elif leaf == "candidate_score_threshold":
-        lo, hi = _score_range(run)
+        lo, hi = score_range(run)
         if not lo <= new <= hi:
             return None, f"outside the score range [{lo:g}, {hi:g}]"
     elif (leaf in UNIT_KEYS or any(t in leaf for t in ("threshold", "share", "ratio", "rate"))) and not 0.0 <= new <= 1.0:
         return None, "a threshold or share must be in 0..1"
     return cv, None
-
-
-def _score_range(run: Run) -> tuple[float, float]:
-    v = run.config_value("score_range")
-    if isinstance(v, (list, tuple)) and len(v) == 2 and all(number(x) is not None for x in v):
-        return float(v[0]), float(v[1])
-    return 0.0, 1.0
 
 
 @dataclass

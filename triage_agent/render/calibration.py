@@ -9,7 +9,7 @@ from rich.table import Table
 
 from triage_agent.analysis import calibration as cal
 from triage_agent.analysis.stats import downsample
-from triage_agent.findings.calibration import score_range
+from triage_agent.findings.common import score_range
 from triage_agent.report import Report
 
 

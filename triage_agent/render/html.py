@@ -9,8 +9,7 @@ from typing import Any
 from triage_agent.analysis import calibration as cal
 from triage_agent.analysis import filter as filt
 from triage_agent.analysis import rewards
-from triage_agent.findings.calibration import score_range
-from triage_agent.findings.common import band, weights
+from triage_agent.findings.common import band, score_range, weights
 from triage_agent.findings.selector import trajectory
 from triage_agent.render import plots
 from triage_agent.report import Report

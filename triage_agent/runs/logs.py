@@ -103,7 +103,6 @@ def scan_log(path: Path, rel: str, keep_metrics: bool = True) -> LogScan:
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             scan.lines = lineno
-            scan.bytes += len(raw)
             if not scan.started and raw.strip():
                 scan.started = True
             interesting = (b"step:" in raw or b"Traceback" in raw or b"%|" in raw or tb is not None

@@ -76,7 +76,6 @@ class LogScan:
 
     path: str
     lines: int = 0
-    bytes: int = 0
     metric_steps: int = 0
     last_step: int | None = None
     last_step_line: int | None = None
