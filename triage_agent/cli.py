@@ -22,6 +22,14 @@ EXAMPLES = {
 }
 
 
+def _report_flags(sp: argparse.ArgumentParser) -> None:
+    """What inspect and report share: the run, JSON on stdout, a CI gate, the HTML page."""
+    sp.add_argument("run", help="the run folder")
+    sp.add_argument("--json", action="store_true", help="print the JSON report document on stdout")
+    sp.add_argument("--fail-on", choices=SEVERITIES[:3], help="exit 1 when a finding this severe or worse exists")
+    sp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
+
+
 def _endpoint_flags(sp: argparse.ArgumentParser, sends: bool = True) -> None:
     sp.add_argument("--model", help="model name (else $TRIAGE_MODEL, the profile, or the endpoint's first model)")
     sp.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
@@ -35,45 +43,38 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="triage", description="Diagnose failing RL fine-tuning runs.")
     p.add_argument("--version", action="version", version=f"triage {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sp = sub.add_parser("inspect", help="deterministic findings for a run folder (no model)",
-                        description="Read a run folder and print its findings, computed by the rules alone.",
-                        epilog=EXAMPLES["inspect"], formatter_class=argparse.RawDescriptionHelpFormatter)
-    sp.add_argument("run", help="the run folder")
-    sp.add_argument("--json", action="store_true", help="print the JSON report document on stdout")
-    sp.add_argument("--fail-on", choices=SEVERITIES[:3], help="exit 1 when a finding this severe or worse exists")
-    sp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
-    sp = sub.add_parser("report", help="diagnosis and checked config changes, from a model when one is configured",
-                        description="Ask the configured model for a diagnosis; every suggested change is checked and "
-                                    "re-computed on the run. Without an endpoint, the offline report.",
-                        epilog=EXAMPLES["report"], formatter_class=argparse.RawDescriptionHelpFormatter)
-    sp.add_argument("run", help="the run folder")
-    sp.add_argument("--json", action="store_true", help="print the JSON report document on stdout")
+
+    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=summary, description=description, epilog=EXAMPLES[name],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    sp = command("inspect", "deterministic findings for a run folder (no model)",
+                 "Read a run folder and print its findings, computed by the rules alone.")
+    _report_flags(sp)
+    sp = command("report", "diagnosis and checked config changes, from a model when one is configured",
+                 "Ask the configured model for a diagnosis; every suggested change is checked and "
+                 "re-computed on the run. Without an endpoint, the offline report.")
+    _report_flags(sp)
     sp.add_argument("--offline", action="store_true", help="never call a model")
-    sp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
-    sp.add_argument("--fail-on", choices=SEVERITIES[:3], help="exit 1 when a finding this severe or worse exists")
     _endpoint_flags(sp)
-    sp = sub.add_parser("ask", help="ask a question about a run (answer streamed)",
-                        description="Ask the configured model a question about one run; the question may come on stdin.",
-                        epilog=EXAMPLES["ask"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = command("ask", "ask a question about a run (answer streamed)",
+                 "Ask the configured model a question about one run; the question may come on stdin.")
     sp.add_argument("run", help="the run folder")
     sp.add_argument("question", nargs="?", help="the question (else read from stdin)")
     _endpoint_flags(sp)
-    sp = sub.add_parser("chat", help="an interactive session about a run",
-                        description="Chat with the configured model about one run; slash commands work without one.",
-                        epilog=EXAMPLES["chat"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = command("chat", "an interactive session about a run",
+                 "Chat with the configured model about one run; slash commands work without one.")
     sp.add_argument("run", help="the run folder")
     sp.add_argument("--resume", action="store_true", help="continue the last conversation about this run")
     _endpoint_flags(sp, sends=False)
-    sp = sub.add_parser("doctor", help="check the model endpoint step by step and say what to fix",
-                        description="Check settings, reachability, key, model, chat, tool calls, JSON-schema output "
-                                    "and streaming; remember the endpoint's capabilities for later runs.",
-                        epilog=EXAMPLES["doctor"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = command("doctor", "check the model endpoint step by step and say what to fix",
+                 "Check settings, reachability, key, model, chat, tool calls, JSON-schema output "
+                 "and streaming; remember the endpoint's capabilities for later runs.")
     _endpoint_flags(sp, sends=False)
     sp.add_argument("--json", action="store_true", help="print the checks as JSON")
-    sp = sub.add_parser("apply", help="turn accepted adjustments into config edits (a diff by default)",
-                        description="Edit the run's config values from a report JSON (or a run folder's offline "
-                                    "report). Only values change; comments, order and formatting stay.",
-                        epilog=EXAMPLES["apply"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = command("apply", "turn accepted adjustments into config edits (a diff by default)",
+                 "Edit the run's config values from a report JSON (or a run folder's offline "
+                 "report). Only values change; comments, order and formatting stay.")
     sp.add_argument("source", help="a report JSON from `triage report --json`, or a run folder")
     sp.add_argument("--run", help="the run folder, when the report JSON was written elsewhere")
     group = sp.add_mutually_exclusive_group()
