@@ -36,7 +36,8 @@ class AgentResult:
 def first_message(offline: Report, task: str, question: str | None) -> str:
     run = offline.run
     overview = tools.call(run, "run_overview", {})
-    findings = tools.call(run, "list_findings", {})
+    # the report already holds the findings: no second pass of every rule over the run
+    findings = json.dumps(tools.findings_payload(offline.findings), ensure_ascii=False, default=str)
     checked = [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": a.predicted,
                 "meets_target": a.meets_target} for a in offline.adjustments]
     parts = [prompts.load(f"{task}.md"), "## Run overview\n" + overview, "## Deterministic findings\n" + findings,

@@ -20,6 +20,7 @@ from triage_agent.analysis.rollouts import reliability
 from triage_agent.analysis.stats import rnd
 from triage_agent.findings import engine, suggest
 from triage_agent.findings.common import band, number, score_range, weights
+from triage_agent.findings.model import Finding
 from triage_agent.findings.rules import rules_for
 from triage_agent.findings.selector import last_selector, trajectory
 from triage_agent.runs.model import Round, Run
@@ -64,7 +65,11 @@ def list_findings(run: Run, min_severity: Literal["high", "medium", "low", "info
     Args:
         min_severity: leave out findings less severe than this
     """
-    findings, _, _ = engine.evaluate(run)
+    return findings_payload(engine.evaluate(run)[0], min_severity)
+
+
+def findings_payload(findings: list[Finding], min_severity: str = "info") -> dict[str, Any]:
+    """Findings as the model sees them: bounded evidence, at most 12, most severe first."""
     out = [{"id": f.id, "severity": f.severity, "title": f.title, "evidence": _bounded(f.evidence),
             **({"suggestion": {k: v for k, v in f.suggestion.items() if k != "also"}} if f.suggestion else {})}
            for f in findings if f.at_least(min_severity)]
