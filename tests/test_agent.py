@@ -13,6 +13,7 @@ from triage_agent.cli import main
 from triage_agent.commands.ask import ask
 from triage_agent.commands.report import report
 from triage_agent.errors import TriageError
+from triage_agent.findings.facts import resolve
 from triage_agent.llm.settings import Settings
 
 KEY = "sk-test-SECRET-0123456789"
@@ -229,15 +230,16 @@ def test_every_tool_output_is_bounded_on_every_sample_run():
         from triage_agent.runs.load import load_run
 
         run = load_run(run_dir)
+        facts = resolve(run)
         args = {"summarize_reward_histogram": {"round": run.rounds[0].name if run.rounds else "x", "series": "boundary"},
                 "diff_rounds": {"round_a": "selector_round1", "round_b": "selector_round2"},
                 "simulate_adjustment": {"changes": {"easy_threshold": 0.9}},
                 "search_log": {"pattern": "."}}
         for name in tools.BY_NAME:
-            out = tools.call(run, name, args.get(name, {}))
-            assert len(out) / 4 < 1500, (run_dir.name, name)
-            if not out.startswith("error:"):
-                assert "source" in json.loads(out), (run_dir.name, name)
+            got = tools.call(facts, name, args.get(name, {}))
+            assert len(got.text) / 4 < 1500, (run_dir.name, name)
+            if got.error is None:
+                assert "source" in got.output, (run_dir.name, name)
 
 
 def test_secrets_are_redacted_and_paths_cannot_escape(make_run, tmp_path):
@@ -247,10 +249,10 @@ def test_secrets_are_redacted_and_paths_cannot_escape(make_run, tmp_path):
     outside.write_text("secret line\n")
     root = make_run({"configs/c.yaml": "api_key: sk-live-123\nreward:\n  weights:\n    boundary: 1\n",
                      "train.log": "hello\n"})
-    run = load_run(root)
-    out = tools.call(run, "read_config", {})
+    facts = resolve(load_run(root))
+    out = tools.call(facts, "read_config", {}).text
     assert "sk-live-123" not in out and "[redacted]" in out
-    assert "not a log of this run" in tools.call(run, "search_log", {"pattern": "secret", "file": "../outside.log"})
+    assert "not a log of this run" in tools.call(facts, "search_log", {"pattern": "secret", "file": "../outside.log"}).error
     (root / "link.log").symlink_to(outside)
     run = load_run(root)
     assert "link.log" not in [s.path for s in run.logs]

@@ -1,4 +1,8 @@
-"""The report: what `inspect` and `report` return, rendered as text, JSON or HTML."""
+"""The report: what `inspect` and `report` return, rendered as text, JSON or HTML.
+
+It carries the run's `Facts`, so every view formats the analyses computed once for the findings
+(with the run's own `[rules]`) instead of computing them again.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triage_agent.findings import calibration, diagnose, engine, suggest
+from triage_agent.findings.facts import Facts, resolve
 from triage_agent.findings.model import Adjustment, Diagnosis, Finding, Rejected
 from triage_agent.findings.rules import Rules
 from triage_agent.runs.model import Run
@@ -13,26 +18,31 @@ from triage_agent.runs.model import Run
 
 @dataclass
 class Report:
-    run: Run
+    facts: Facts
     findings: list[Finding]
     diagnosis: list[Diagnosis]
     adjustments: list[Adjustment]
     rejected: list[Rejected]
-    rules: Rules
     source: dict[str, Any] = field(default_factory=lambda: {"kind": "offline"})
     notes: list[str] = field(default_factory=list)
     troubleshooting: list[calibration.Stage] = field(default_factory=list)
 
-    def worst(self) -> str | None:
-        return self.findings[0].severity if self.findings else None
+    @property
+    def run(self) -> Run:
+        return self.facts.run
+
+    @property
+    def rules(self) -> Rules:
+        return self.facts.rules
 
 
 def offline_report(run: Run) -> Report:
-    findings, rules, unknown = engine.evaluate(run)
-    adjustments, rejected = suggest.finalize(run, suggest.offline_proposals(findings), rules)
+    facts = resolve(run)
+    findings = engine.evaluate(facts)
+    adjustments, rejected = suggest.finalize(facts, suggest.offline_proposals(findings))
     notes = list(run.notes)
-    if unknown:
-        notes.append(f"triage.toml [rules]: unknown or non-numeric names ignored: {', '.join(sorted(unknown))}")
+    if facts.unknown_rules:
+        notes.append(f"triage.toml [rules]: unknown or non-numeric names ignored: {', '.join(sorted(facts.unknown_rules))}")
     stages = calibration.troubleshooting(run, findings) if run.kind == "solver-calibration" else []
-    return Report(run, findings, diagnose.diagnose(findings), adjustments, rejected, rules, {"kind": "offline"}, notes,
+    return Report(facts, findings, diagnose.diagnose(findings), adjustments, rejected, {"kind": "offline"}, notes,
                   stages)

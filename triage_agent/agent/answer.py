@@ -8,9 +8,8 @@ import re
 from typing import Any
 
 from triage_agent.findings import suggest
+from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Adjustment, Diagnosis, Rejected
-from triage_agent.findings.rules import Rules
-from triage_agent.runs.model import Run
 
 ANSWER_SCHEMA = {
     "type": "json_schema",
@@ -75,12 +74,11 @@ def parse_answer(text: str) -> tuple[dict[str, Any] | None, str | None]:
     return (obj, None) if problem is None else (None, problem)
 
 
-def accept(run: Run, obj: dict[str, Any], known_ids: set[str], rules: Rules
-           ) -> tuple[list[Diagnosis], list[Adjustment], list[Rejected]]:
+def accept(facts: Facts, obj: dict[str, Any], known_ids: set[str]) -> tuple[list[Diagnosis], list[Adjustment], list[Rejected]]:
     """Turn a contract-shaped answer into checked diagnosis and adjustments (what-if filled in by the tool)."""
     diagnosis = [Diagnosis(str(d["cause"]), [f for f in d.get("findings", []) if f in known_ids],
                            str(d.get("evidence", "")), float(d.get("confidence", 0.5))) for d in obj["diagnosis"]]
     proposals = [{"file": a.get("file"), "key": a.get("key"), "to": a.get("to"), "rationale": a.get("rationale", "")}
                  for a in obj["adjustments"]]
-    adjustments, rejected = suggest.finalize(run, proposals, rules)
+    adjustments, rejected = suggest.finalize(facts, proposals)
     return diagnosis, adjustments, rejected

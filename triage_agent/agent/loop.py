@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triage_agent.agent import answer, prompts, tools
+from triage_agent.findings.facts import Facts
 from triage_agent.llm.client import LLMClient
 from triage_agent.report import Report
 
@@ -34,13 +35,12 @@ class AgentResult:
 
 
 def first_message(offline: Report, task: str, question: str | None) -> str:
-    run = offline.run
-    overview = tools.call(run, "run_overview", {})
+    overview = tools.call(offline.facts, "run_overview", {}).text
     # the report already holds the findings: no second pass of every rule over the run
     findings = json.dumps(tools.findings_payload(offline.findings), ensure_ascii=False, default=str)
     checked = [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": a.predicted,
                 "meets_target": a.meets_target} for a in offline.adjustments]
-    parts = [prompts.load(f"{task}.md"), "## Run overview\n" + overview, "## Deterministic findings\n" + findings,
+    parts = [prompts.render(f"{task}.md"), "## Run overview\n" + overview, "## Deterministic findings\n" + findings,
              "## Changes the rules suggest (already re-computed on this run)\n" + json.dumps(checked)]
     if question:
         parts.append("## Question\n" + question)
@@ -48,12 +48,12 @@ def first_message(offline: Report, task: str, question: str | None) -> str:
 
 
 def inline_results(offline: Report) -> str:
-    results = {name: tools.call(offline.run, name, {}) for name in INLINE_TOOLS}
-    usable = {k: json.loads(v) for k, v in results.items() if not v.startswith("error:")}
-    return prompts.load("inline_tools.md").replace("{results}", json.dumps(usable))
+    results = {name: tools.call(offline.facts, name, {}) for name in INLINE_TOOLS}
+    usable = {k: v.output for k, v in results.items() if v.error is None}
+    return prompts.render("inline_tools.md", results=json.dumps(usable, default=str))
 
 
-def converse(messages: list[dict[str, Any]], run: Any, client: LLMClient, max_requests: int, *, stream: bool,
+def converse(messages: list[dict[str, Any]], facts: Facts, client: LLMClient, max_requests: int, *, stream: bool,
              on_text: Callable[[str], None] | None = None, on_tool: Callable[[ToolEvent], None] | None = None,
              events: list[ToolEvent] | None = None, response_format: dict[str, Any] | None = None,
              last_without_tools: bool = False, offer_tools: bool = True) -> tuple[str | None, int]:
@@ -75,7 +75,7 @@ def converse(messages: list[dict[str, Any]], run: Any, client: LLMClient, max_re
             for c in reply.tool_calls]})
         for c in reply.tool_calls:
             t0 = time.perf_counter()
-            out = tools.call(run, c.name, c.arguments)
+            out = tools.call(facts, c.name, c.arguments).text
             event = ToolEvent(c.name, c.arguments, time.perf_counter() - t0, len(out))
             if events is not None:
                 events.append(event)
@@ -88,8 +88,7 @@ def converse(messages: list[dict[str, Any]], run: Any, client: LLMClient, max_re
 def run_agent(offline: Report, client: LLMClient, task: str, question: str | None = None,
               on_text: Callable[[str], None] | None = None,
               on_tool: Callable[[ToolEvent], None] | None = None) -> AgentResult:
-    run = offline.run
-    messages: list[dict[str, Any]] = [{"role": "system", "content": prompts.load("system.md")},
+    messages: list[dict[str, Any]] = [{"role": "system", "content": prompts.render("system.md")},
                                       {"role": "user", "content": first_message(offline, task, question)}]
     if client.capabilities.get("tools") is False:
         messages[1]["content"] += "\n\n" + inline_results(offline)
@@ -101,7 +100,7 @@ def run_agent(offline: Report, client: LLMClient, task: str, question: str | Non
         had_tools = client.capabilities.get("tools") is not False
         # one request stays in reserve for a repair until it has been used
         budget = MAX_TURNS - turns - (0 if repaired or task == "ask" else 1)
-        content, used = converse(messages, run, client, budget, stream=task == "ask", on_text=on_text,
+        content, used = converse(messages, offline.facts, client, budget, stream=task == "ask", on_text=on_text,
                                  on_tool=on_tool, events=result.events, response_format=response_format,
                                  last_without_tools=True, offer_tools=not repaired)
         turns += used
@@ -117,13 +116,13 @@ def run_agent(offline: Report, client: LLMClient, task: str, question: str | Non
         if had_tools and client.capabilities.get("tools") is False and not inlined:
             # the endpoint refused tools during this request: give the model the results instead
             inlined = True
-            messages.append({"role": "user", "content": inline_results(offline) + "\n\n" + prompts.load("report.md")})
+            messages.append({"role": "user", "content": inline_results(offline) + "\n\n" + prompts.render("report.md")})
             continue
         if repaired:
             result.problem = f"the model's answer was not valid after one repair ({problem})"
             return result
         repaired = True
         response_format = answer.ANSWER_SCHEMA
-        messages.append({"role": "user", "content": prompts.load("repair.md").replace("{problem}", str(problem))})
+        messages.append({"role": "user", "content": prompts.render("repair.md", problem=str(problem))})
     result.problem = f"no final answer within the turn limit ({MAX_TURNS} requests)"
     return result

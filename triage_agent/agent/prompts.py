@@ -1,16 +1,37 @@
-"""Prompt files from `prompts/` (inside the wheel as triage_agent/prompts; beside the package in a checkout)."""
+"""Prompt files from the top-level `prompts/` folder, filled with `string.Template`.
+
+The wheel carries them as `triage_agent/prompts` (hatch force-include); an editable install or a
+checkout reads them beside the package. `render` substitutes `$name` placeholders strictly, so a
+misspelt placeholder or a missing value raises instead of reaching the model. `$contract` (the
+answer contract of report.md, written once in `contract.md`) is always available.
+"""
 
 from __future__ import annotations
 
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
+from string import Template
+
+
+def _folder() -> Traversable:
+    packaged = resources.files("triage_agent").joinpath("prompts")
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "prompts"
 
 
 @cache
 def load(name: str) -> str:
-    packaged = resources.files("triage_agent").joinpath("prompts", name)
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8")
-    checkout = Path(__file__).resolve().parents[2] / "prompts" / name
-    return checkout.read_text(encoding="utf-8")
+    """The raw text of one prompt file."""
+    return _folder().joinpath(name).read_text(encoding="utf-8")
+
+
+def names() -> list[str]:
+    return sorted(p.name for p in _folder().iterdir() if p.name.endswith(".md"))
+
+
+def render(name: str, **values: str) -> str:
+    """The prompt with its `$placeholders` filled; a placeholder without a value raises KeyError."""
+    return Template(load(name)).substitute({"contract": load("contract.md").strip(), **values})

@@ -10,27 +10,27 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from triage_agent.agent.schema import bind_arguments, function_schema
-from triage_agent.analysis import calibration as cal
-from triage_agent.analysis import filter as filt
 from triage_agent.analysis import rewards, rounds
 from triage_agent.analysis.rollouts import reliability
 from triage_agent.analysis.stats import rnd
 from triage_agent.findings import engine, suggest
-from triage_agent.findings.common import band, number, score_range, weights
+from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
-from triage_agent.findings.rules import rules_for
-from triage_agent.findings.selector import last_selector, trajectory
+from triage_agent.runs.logs import clean
 from triage_agent.runs.model import Round, Run
 
 MAX_MATCHES = 20
+MAX_ROLLOUTS = 10_000  # beyond this the binomial tables cost more than they tell
 SECRET_KEY = re.compile(r"(api[_-]?key|secret|token|password|passwd|auth|credential)", re.I)
 
 
-def _r(x: Any, d: int = 4) -> Any:
-    return rnd(x, d) if isinstance(x, float) else x
+def _r(x: Any) -> Any:
+    """Floats rounded to 4 digits for the model; anything else as it is."""
+    return rnd(x, 4) if isinstance(x, float) else x
 
 
 def _find_round(run: Run, name: str) -> Round:
@@ -40,8 +40,9 @@ def _find_round(run: Run, name: str) -> Round:
     raise ValueError(f"no round '{name}'; rounds: {', '.join(r.name for r in run.rounds) or 'none'}")
 
 
-def run_overview(run: Run) -> dict[str, Any]:
+def run_overview(facts: Facts) -> dict[str, Any]:
     """What the run folder holds: kind, files by role, rounds with their row counts, logs, config files."""
+    run = facts.run
     roles: dict[str, int] = {}
     for f in run.files:
         roles[f.role] = roles.get(f.role, 0) + 1
@@ -59,13 +60,13 @@ def run_overview(run: Run) -> dict[str, Any]:
     }
 
 
-def list_findings(run: Run, min_severity: Literal["high", "medium", "low", "info"] = "info") -> dict[str, Any]:
+def list_findings(facts: Facts, min_severity: Literal["high", "medium", "low", "info"] = "info") -> dict[str, Any]:
     """The deterministic findings (ids, severity, title, evidence), most severe first.
 
     Args:
         min_severity: leave out findings less severe than this
     """
-    return findings_payload(engine.evaluate(run)[0], min_severity)
+    return findings_payload(engine.evaluate(facts), min_severity)
 
 
 def findings_payload(findings: list[Finding], min_severity: str = "info") -> dict[str, Any]:
@@ -92,12 +93,13 @@ def _redact(key: str, value: Any) -> Any:
     return value
 
 
-def read_config(run: Run, file: str | None = None) -> dict[str, Any]:
+def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
     """Config values with their dotted key paths (secrets redacted). Adjustments must use these file and key names.
 
     Args:
         file: a config file of the run (relative path); all config files when omitted
     """
+    run = facts.run
     files = run.config_files()
     if file is not None and file not in files:
         raise ValueError(f"'{file}' is not a config file of this run; config files: {', '.join(files) or 'none'}")
@@ -112,14 +114,14 @@ def read_config(run: Run, file: str | None = None) -> dict[str, Any]:
     return {"configs": trimmed, "source": file or ", ".join(files)}
 
 
-def summarize_reward_histogram(run: Run, round: str, series: str) -> dict[str, Any]:
+def summarize_reward_histogram(facts: Facts, round: str, series: str) -> dict[str, Any]:
     """Statistics of one reward series (or generator accuracy) of a round: mean, std, first/last 10%, trend, swing, 10-bin histogram, 40-point curve.
 
     Args:
         round: the round name, e.g. selector_round3 or generator_round2 (see run_overview)
         series: the column, e.g. boundary, format, accuracy
     """
-    rd = _find_round(run, round)
+    rd = _find_round(facts.run, round)
     if rd.history is None:
         raise ValueError(f"{round} has no reward history")
     frame = rd.history.frame
@@ -131,25 +133,20 @@ def summarize_reward_histogram(run: Run, round: str, series: str) -> dict[str, A
             "first_10pct": _r(st.first), "last_10pct": _r(st.last), "rho_step": _r(st.rho_step),
             "swing_ratio": _r(st.swing), "histogram": {"range": [_r(st.hist_range[0]), _r(st.hist_range[1])],
                                                          "counts": st.hist},
-            "curve_40pt": [round_(v) for v in st.spark], "source": rd.history.source}
+            "curve_40pt": [rnd(v) for v in st.spark], "source": rd.history.source}
 
 
-def round_(v: float) -> float:
-    return round(v, 3)
-
-
-def diff_rounds(run: Run, round_a: str, round_b: str) -> dict[str, Any]:
+def diff_rounds(facts: Facts, round_a: str, round_b: str) -> dict[str, Any]:
     """Compare two rounds of the same role: per-series means, relative change, curve correlation, checkpoints.
 
     Args:
         round_a: the earlier round, e.g. selector_round2
         round_b: the later round, e.g. selector_round3
     """
-    a, b = _find_round(run, round_a), _find_round(run, round_b)
+    a, b = _find_round(facts.run, round_a), _find_round(facts.run, round_b)
     if a.history is None or b.history is None:
         raise ValueError("both rounds need a reward history")
-    w, _ = weights(run)
-    comps = rewards.component_columns(a.history.frame, w)
+    comps = rewards.component_columns(a.history.frame, facts.weights)
     if "accuracy" in a.history.frame.columns:
         comps = ["accuracy"]
     diffs = rounds.diff_components(a.history.frame, b.history.frame, comps)
@@ -158,16 +155,14 @@ def diff_rounds(run: Run, round_a: str, round_b: str) -> dict[str, Any]:
             "meta_a": a.meta, "meta_b": b.meta, "source": f"{a.history.source}, {b.history.source}"}
 
 
-def filter_audit(run: Run) -> dict[str, Any]:
+def filter_audit(facts: Facts) -> dict[str, Any]:
     """The pre-training filter: band share before/after, kept count, 10-bin accuracy histograms, and whether kept flags follow the config's thresholds."""
-    if run.filter_stats is None:
+    run = facts.run
+    a, chk = facts.filter_audit, facts.filter_rule_check
+    if run.filter_stats is None or a is None:
         raise ValueError("this run has no filter_stats table")
-    b = band(run)
-    frame = run.filter_stats.frame
-    a = filt.audit(frame, b)
-    easy, uns = number(run.config_value("easy_threshold")), number(run.config_value("unsolvable_threshold"))
-    chk = filt.rule_check(frame, easy, uns)
-    return {"band": list(b), "questions": a.n_total, "kept": a.n_kept, "share_before": _r(a.share_before),
+    easy, uns = facts.number("easy_threshold"), facts.number("unsolvable_threshold")
+    return {"band": list(facts.band), "questions": a.n_total, "kept": a.n_kept, "share_before": _r(a.share_before),
             "share_after": _r(a.share_after), "hist_before": a.hist_before, "hist_after": a.hist_after,
             "drop_reasons": a.drop_reasons, "easy_threshold": easy, "unsolvable_threshold": uns,
             "rule_mismatch": None if chk is None else {"count": chk.n_mismatch, "rate": _r(chk.rate),
@@ -175,16 +170,16 @@ def filter_audit(run: Run) -> dict[str, Any]:
             "source": run.filter_stats.source}
 
 
-def reward_balance(run: Run, round: str | None = None) -> dict[str, Any]:
+def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
     """Contribution share of each weighted reward component to the reward signal (within-step when per-rollout samples exist, else approximate over steps).
 
     Args:
         round: a selector round name; the last selector round when omitted
     """
-    rd = _find_round(run, round) if round else last_selector(run)
+    rd = _find_round(facts.run, round) if round else facts.last_selector
     if rd is None or rd.history is None:
         raise ValueError("no selector round with a reward history")
-    w, wcv = weights(run)
+    w, wcv = facts.weights, facts.weights_cv
     if not w:
         w = {c: 1.0 for c in rewards.component_columns(rd.history.frame, None)}
     bal = rewards.balance(rd.history.frame, rd.samples.frame if rd.samples else None, w, rd.history.source,
@@ -196,21 +191,21 @@ def reward_balance(run: Run, round: str | None = None) -> dict[str, Any]:
             "steps": bal.n_steps, "source": bal.source}
 
 
-def rollout_reliability(run: Run, rollouts: int | None = None) -> dict[str, Any]:
+def rollout_reliability(facts: Facts, rollouts: int | None = None) -> dict[str, Any]:
     """How precise accuracy estimates are: standard error at p = 0.5 and the chance a true-0.5 question lands outside the band, for the configured rollout counts (or a given count).
 
     Args:
         rollouts: a rollout count to evaluate instead of the configured ones
     """
-    b = band(run)
+    b = facts.band
     counts: dict[str, int] = {}
     if rollouts is not None:
-        if rollouts < 1:
-            raise ValueError("rollouts must be >= 1")
+        if not 1 <= rollouts <= MAX_ROLLOUTS:
+            raise ValueError(f"rollouts must be between 1 and {MAX_ROLLOUTS}")
         counts["given"] = rollouts
     else:
         for leaf in ("rollouts_per_question", "boundary_rollouts"):
-            v = number(run.config_value(leaf))
+            v = facts.number(leaf)
             if v is not None and v >= 1:
                 counts[leaf] = int(v)
     if not counts:
@@ -220,53 +215,49 @@ def rollout_reliability(run: Run, rollouts: int | None = None) -> dict[str, Any]
         rel = reliability(n, b)
         out[name] = {"rollouts": n, "standard_error": _r(rel.standard_error), "p_outside_band": _r(rel.p_outside_band),
                      "attainable_in_band": rel.attainable}
-    return {"band": list(b), "estimates": out, "source": run.config("rollouts_per_question").file
-            if run.config("rollouts_per_question") else "given"}
+    cv = facts.config("rollouts_per_question")
+    return {"band": list(b), "estimates": out, "source": cv.file if cv else "given"}
 
 
-def generator_trajectory(run: Run) -> dict[str, Any]:
+def generator_trajectory(facts: Facts) -> dict[str, Any]:
     """Generator accuracy per round (start and end = mean of first/last 10% of steps) against target_accuracy, with checkpoints."""
-    traj = trajectory(run)
+    traj = facts.trajectory
     if traj is None:
         raise ValueError("this run has no generator rounds with accuracy")
     return {"target": traj.target,
             "rounds": [{"round": g.index, "start": _r(g.start), "end": _r(g.end), "steps": g.n,
                         "checkpoint_in": g.checkpoint_in, "checkpoint_out": g.checkpoint_out} for g in traj.rounds][:10],
             "gap_to_target": _r(traj.gap()), "moved_toward_target": _r(traj.moved_toward_target()),
-            "source": ", ".join(g.history.source for g in run.rounds_of("generator") if g.history)[:300]}
+            "source": ", ".join(g.history.source for g in facts.run.rounds_of("generator") if g.history)[:300]}
 
 
-def calibration_audit(run: Run) -> dict[str, Any]:
+def calibration_audit(facts: Facts) -> dict[str, Any]:
     """Solver-calibration numbers: proxy vs gold trends and divergence step, high-score failures, ECE with the reliability table, calibration cadence and flip rate, candidate confirmation, output-range moves, perturbation sensitivity."""
+    run = facts.run
     out: dict[str, Any] = {}
     sources = []
-    if run.eval_history is not None and {"proxy_reward", "gold_pass_rate"} <= set(run.eval_history.frame.columns):
-        pg = cal.proxy_gold(run.eval_history.frame)
+    pg = facts.proxy_gold
+    if pg is not None and run.eval_history is not None:
         out["proxy_gold"] = {"rho_step_proxy": _r(pg.rho_proxy), "rho_step_gold": _r(pg.rho_gold),
                              "rho_second_half": _r(pg.rho_second_half), "proxy": [_r(pg.proxy_first), _r(pg.proxy_last)],
                              "gold": [_r(pg.gold_first), _r(pg.gold_last)], "divergence_step": pg.divergence_step}
         sources.append(run.eval_history.source)
-    if run.solver_scores is not None:
-        frame = run.solver_scores.frame
-        hs = cal.high_score_failures(frame, number(run.config_value("candidate_score_threshold")))
-        rel = cal.reliability(frame["score"].to_numpy(dtype=float), frame["gold_pass"].astype(bool).to_numpy(),
-                              score_range(run))
+    hs, rel = facts.high_score, facts.reliability
+    if run.solver_scores is not None and hs is not None and rel is not None:
         out["high_score"] = {"threshold": _r(hs.threshold), "from": hs.threshold_source, "candidates": hs.n_candidates,
                              "fail_share": _r(hs.fail_share), "examples": hs.examples}
         out["ece"] = _r(rel.ece)
         out["reliability"] = rel.bins
         sources.append(run.solver_scores.source)
-    interval = number(run.config_value("calibrate_every_steps"))
-    if run.calibration_events is not None or interval is not None:
-        c = cal.cadence(run.calibration_events.frame if run.calibration_events else None,
-                        int(interval) if interval else None)
+    if run.calibration_events is not None or facts.number("calibrate_every_steps") is not None:
+        c = facts.cadence
         out["cadence"] = {"config_interval": c.config_interval, "event_intervals": c.event_intervals[:10],
                           "mean_flip_rate": _r(c.mean_flip_rate), "confirmed": c.confirmed, "candidates": c.candidates,
                           "confirmed_ratio": _r(c.confirmed_ratio), "range_move": _r(c.range_move)}
         if run.calibration_events is not None:
             sources.append(run.calibration_events.source)
-    if run.perturbations is not None:
-        mean, by_kind = cal.perturbation_sensitivity(run.perturbations.frame, score_range(run))
+    if run.perturbations is not None and facts.perturbation is not None:
+        mean, by_kind = facts.perturbation
         out["perturbations"] = {"mean_abs_delta_share": _r(mean), "by_kind": {k: _r(v) for k, v in list(by_kind.items())[:8]}}
         sources.append(run.perturbations.source)
     if not out:
@@ -275,14 +266,15 @@ def calibration_audit(run: Run) -> dict[str, Any]:
     return out
 
 
-def simulate_adjustment(run: Run, changes: dict[str, float]) -> dict[str, Any]:
+def simulate_adjustment(facts: Facts, changes: dict[str, float]) -> dict[str, Any]:
     """What-if: re-compute the run's numbers with config changes applied together, and say whether each meets its target.
 
     Args:
         changes: map of "file:key" (as read_config shows them) to the new value, e.g. {"configs/filter_config.yaml:filter.easy_threshold": 0.9}
     """
+    run = facts.run
     proposals = []
-    for spec, value in changes.items():
+    for spec, value in list(changes.items())[:20]:
         file, sep, key = spec.partition(":")
         if not sep:
             cv = next((c for c in run.config_values if c.key == spec or c.name == spec), None)
@@ -290,15 +282,14 @@ def simulate_adjustment(run: Run, changes: dict[str, float]) -> dict[str, Any]:
                 raise ValueError(f"'{spec}': give changes as file:key (see read_config)")
             file, key = cv.file, cv.key
         proposals.append({"file": file, "key": key, "to": value})
-    rules, _ = rules_for(run.rule_overrides)
-    adjusted, rejected = suggest.finalize(run, proposals, rules)
+    adjusted, rejected = suggest.finalize(facts, proposals)
     return {"results": [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": _bounded(a.predicted),
                          "meets_target": a.meets_target} for a in adjusted],
             "rejected": [{"file": x.file, "key": x.key, "to": x.to, "reason": x.reason} for x in rejected],
             "source": "what-if over the run's own data"}
 
 
-def search_log(run: Run, pattern: str, file: str | None = None, max_matches: int = 10) -> dict[str, Any]:
+def search_log(facts: Facts, pattern: str, file: str | None = None, max_matches: int = 10) -> dict[str, Any]:
     """Grep the run's log files (a regular expression, case-insensitive); returns matching lines with line numbers, bounded.
 
     Args:
@@ -310,14 +301,13 @@ def search_log(run: Run, pattern: str, file: str | None = None, max_matches: int
         rx = re.compile(pattern, re.I)
     except re.error as exc:
         raise ValueError(f"bad pattern: {exc}") from None
+    run = facts.run
     logs = [s.path for s in run.logs]
     if file is not None and file not in logs:
         raise ValueError(f"'{file}' is not a log of this run; logs: {', '.join(logs) or 'none'}")
     root = run.root.resolve()
     matches: list[dict[str, Any]] = []
     limit = max(1, min(max_matches, MAX_MATCHES))
-    from triage_agent.runs.logs import clean
-
     for rel in [file] if file else logs:
         path = (run.root / rel).resolve()
         if root not in path.parents:  # a symlink or `..` that escapes the run folder
@@ -342,11 +332,27 @@ def schemas() -> list[dict[str, Any]]:
     return [function_schema(fn) for fn in TOOLS]
 
 
-def call(run: Run, name: str, arguments: str | dict[str, Any]) -> str:
-    """Run a tool for the model. Bad names and arguments come back as text the model can act on."""
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call gave the model: its output, or an error the model can act on."""
+
+    output: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The tool message's content."""
+        if self.error is not None:
+            return f"error: {self.error}"
+        return json.dumps(self.output, ensure_ascii=False, default=str)
+
+
+def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult:
+    """Run a tool for the model. Bad names, bad arguments and anything a tool raises come back as an error
+    result the model can act on, never as an exception out of the agent loop."""
     fn = BY_NAME.get(name)
     if fn is None:
-        return f"error: unknown tool '{name}'. Valid tools: {', '.join(BY_NAME)}"
+        return ToolResult(error=f"unknown tool '{name[:80]}'. Valid tools: {', '.join(BY_NAME)}")
     try:
         args = json.loads(arguments) if isinstance(arguments, str) else arguments
         if args is None:
@@ -355,14 +361,19 @@ def call(run: Run, name: str, arguments: str | dict[str, Any]) -> str:
             raise ValueError("arguments must be a JSON object")
         bound = bind_arguments(fn, args)
     except json.JSONDecodeError as exc:
-        return f"error: arguments are not valid JSON ({exc.msg}); send an object like {{\"name\": value}}"
+        return ToolResult(error=f"arguments are not valid JSON ({exc.msg}); send an object like {{\"name\": value}}")
     except ValueError as exc:
-        return f"error: {exc}"
+        return ToolResult(error=_bounded_text(str(exc)))
     try:
-        result = fn(run, **bound)
+        return ToolResult(output=fn(facts, **bound))
     except ValueError as exc:  # the tool's own refusal (no such round, no data): the model can adapt
-        return f"error: {exc}"
-    return json.dumps(result, ensure_ascii=False, default=str)
+        return ToolResult(error=_bounded_text(str(exc)))
+    except Exception as exc:  # a tool must never take the session down; the model hears what failed
+        return ToolResult(error=_bounded_text(f"{name} failed: {type(exc).__name__}: {exc}"))
 
 
-__all__ = ["TOOLS", "BY_NAME", "schemas", "call"]
+def _bounded_text(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+__all__ = ["BY_NAME", "TOOLS", "ToolResult", "call", "schemas"]

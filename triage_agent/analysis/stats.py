@@ -73,7 +73,8 @@ def histogram(x: ArrayLike, bins: int = 10, lo: float = 0.0, hi: float = 1.0) ->
     return [int(c) for c in np.bincount(np.minimum(idx, bins - 1), minlength=bins)]
 
 
-def rnd(x: float | None, digits: int = 4) -> float | None:
+def rnd(x: float | None, digits: int = 3) -> float | None:
+    """The one rounding helper: evidence and tool numbers; None for a missing or non-finite value."""
     if x is None or not math.isfinite(x):
         return None
     return round(float(x), digits)

@@ -12,6 +12,7 @@ from typing import Any
 from triage_agent.edits import EditError, edit_text
 from triage_agent.errors import TriageError
 from triage_agent.findings import suggest
+from triage_agent.findings.facts import resolve
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
 
@@ -53,16 +54,18 @@ def plan(source: str | Path, run_override: str | None = None) -> ApplyResult:
     src = Path(source)
     if src.is_file():
         run_path, proposals = _from_report(src, run_override)
+        facts = resolve(load_run(run_path))
     else:
-        run_path = src
-        proposals = [{"file": a.file, "key": a.key, "to": a.to} for a in offline_report(load_run(src)).adjustments]
-    run = load_run(run_path)
+        offline = offline_report(load_run(src))
+        facts = offline.facts
+        proposals = [{"file": a.file, "key": a.key, "to": a.to} for a in offline.adjustments]
+    run = facts.run
     texts: dict[str, tuple[str, str]] = {}
     refused: list[tuple[str, str, str]] = []
     changes: dict[str, list[tuple[str, Any, Any]]] = {}
     for p in proposals:
         file, key, to = str(p.get("file", "")), str(p.get("key", "")), p.get("to")
-        cv, reason = suggest.check(run, file, key, to)
+        cv, reason = suggest.check(facts, file, key, to)
         if cv is None:
             refused.append((file, key, reason or "refused"))
             continue

@@ -44,7 +44,7 @@ class ChatSession:
         return self.state / "chats" / f"{self.offline.run.root.name}-{digest}.json"
 
     def reset(self) -> None:
-        self.messages = [{"role": "system", "content": prompts.load("system.md")},
+        self.messages = [{"role": "system", "content": prompts.render("system.md")},
                          {"role": "user", "content": loop.first_message(self.offline, "chat", None)},
                          {"role": "assistant", "content": "I have read the run's overview and findings. Ask away."}]
 
@@ -71,7 +71,7 @@ class ChatSession:
         mark = len(self.messages)
         self.messages.append({"role": "user", "content": question})
         try:
-            content, _ = loop.converse(self.messages, self.offline.run, self.client, loop.MAX_TURNS, stream=True,
+            content, _ = loop.converse(self.messages, self.offline.facts, self.client, loop.MAX_TURNS, stream=True,
                                        on_text=on_text, on_tool=on_tool, events=self.events)
         except BaseException:
             del self.messages[mark:]
@@ -91,10 +91,10 @@ class ChatSession:
                 changes[key.strip()] = float(value)
             except ValueError:
                 raise ValueError(f"'{value}' is not a number") from None
-        out = tools.call(self.offline.run, "simulate_adjustment", {"changes": changes})
-        if out.startswith("error:"):
-            raise ValueError(out[len("error: "):])
-        return json.loads(out)
+        got = tools.call(self.offline.facts, "simulate_adjustment", {"changes": changes})
+        if got.error is not None or got.output is None:
+            raise ValueError(got.error or "no result")
+        return got.output
 
 
 def start(path: str | Path, settings: Settings, env: dict[str, str], resume: bool = False) -> tuple[ChatSession, str]:

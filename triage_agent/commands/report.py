@@ -49,7 +49,7 @@ def model_source(settings: Settings, client: LLMClient) -> dict[str, Any]:
 def dry_run_request(offline: Report, settings: Settings, task: str, question: str | None = None) -> DryRun:
     from triage_agent.agent import prompts
 
-    messages = [{"role": "system", "content": prompts.load("system.md")},
+    messages = [{"role": "system", "content": prompts.render("system.md")},
                 {"role": "user", "content": loop.first_message(offline, task, question)}]
     return DryRun(settings.base_url, {"model": settings.model, "messages": messages, "tools": tools.schemas()})
 
@@ -75,8 +75,8 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
         base.notes.append(f"model answer not used: {result.problem}; this is the offline diagnosis")
         return base
     known = {f.id for f in base.findings}
-    diagnosis, adjustments, rejected = answer.accept(base.run, result.answer, known, base.rules)
-    return Report(base.run, base.findings, diagnosis, adjustments, rejected, base.rules, source, base.notes,
+    diagnosis, adjustments, rejected = answer.accept(base.facts, result.answer, known)
+    return Report(base.facts, base.findings, diagnosis, adjustments, rejected, source, base.notes,
                   base.troubleshooting)
 
 

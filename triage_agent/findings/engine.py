@@ -1,18 +1,19 @@
-"""Run every rule family that applies and sort the findings by severity."""
+"""Run every registered rule over a run's facts and sort the findings by severity."""
 
 from __future__ import annotations
 
-from triage_agent.findings import calibration, generic, selector
+# the family modules register their rules on import; their order is the order of equal-severity findings
+from triage_agent.findings import calibration, generic, selector  # noqa: F401
+from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import SEVERITY_RANK, Finding
-from triage_agent.findings.rules import Rules, rules_for
-from triage_agent.runs.model import Run
+from triage_agent.findings.registry import REGISTRY
+
+__all__ = ["REGISTRY", "evaluate"]
 
 
-def evaluate(run: Run) -> tuple[list[Finding], Rules, list[str]]:
-    rules, unknown = rules_for(run.rule_overrides)
+def evaluate(facts: Facts) -> list[Finding]:
     findings: list[Finding] = []
-    findings += selector.check(run, rules)
-    findings += calibration.check(run, rules)
-    findings += generic.check(run, rules)
+    for rule in REGISTRY.values():
+        findings += rule.run(facts, facts.rules)
     findings.sort(key=lambda f: SEVERITY_RANK[f.severity])
-    return findings, rules, unknown
+    return findings

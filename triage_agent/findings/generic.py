@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from triage_agent.analysis.stats import tail
-from triage_agent.findings.common import r
+from triage_agent.analysis.stats import rnd, tail
+from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
+from triage_agent.findings.registry import rule
 from triage_agent.findings.rules import Rules, ge
-from triage_agent.runs.model import Run
+
+FAMILY = "any"
 
 
-def check(run: Run, rules: Rules) -> list[Finding]:
-    return metric_findings(run, rules) + log_findings(run) + parse_findings(run, rules)
-
-
-def _tail_mean(run: Run, column: str, fraction: float) -> tuple[float, int] | None:
-    if run.metrics is None or column not in run.metrics.frame.columns:
+def _tail_mean(facts: Facts, column: str, fraction: float) -> tuple[float, int] | None:
+    m = facts.run.metrics
+    if m is None or column not in m.frame.columns:
         return None
-    values = run.metrics.frame[column].to_numpy(dtype=float)
+    values = m.frame[column].to_numpy(dtype=float)
     values = values[np.isfinite(values)]
     if not len(values):
         return None
@@ -26,65 +25,84 @@ def _tail_mean(run: Run, column: str, fraction: float) -> tuple[float, int] | No
     return float(t.mean()), len(t)
 
 
-def metric_findings(run: Run, rules: Rules) -> list[Finding]:
-    out: list[Finding] = []
+@rule("reward.zero_variance_groups", FAMILY, ("tail_fraction", "zero_std_share_max"),
+      cause="Most rollout groups have identical rewards, so GRPO-style advantages are zero: prompts are too easy "
+            "or too hard for the policy.")
+def zero_variance_groups(facts: Facts, rules: Rules) -> Finding | None:
     frac = rules["tail_fraction"]
-    zs = _tail_mean(run, "frac_reward_zero_std", frac)
-    if zs is not None and ge(zs[0], rules["zero_std_share_max"]) and run.metrics is not None:
-        out.append(Finding(
-            "reward.zero_variance_groups", "medium",
-            f"{zs[0]:.0%} of rollout groups have tied rewards over the last {frac:.0%} of steps",
-            {"mean_frac_reward_zero_std": r(zs[0]), "steps": zs[1], "source": run.metrics.source}))
-    tr = _tail_mean(run, "clipped_ratio", frac)
-    if tr is not None and ge(tr[0], rules["truncated_share"]) and run.metrics is not None:
-        sev = "high" if ge(tr[0], rules["truncated_share_high"]) else "medium"
-        length = _tail_mean(run, "completion_length", frac)
-        out.append(Finding(
-            "generation.truncated", sev,
-            f"{tr[0]:.0%} of completions hit the length limit over the last {frac:.0%} of steps",
-            {"mean_clipped_ratio": r(tr[0]), "steps": tr[1],
-             "mean_completion_length": r(length[0], 1) if length else None, "source": run.metrics.source}))
-    return out
+    zs = _tail_mean(facts, "frac_reward_zero_std", frac)
+    if zs is None or not ge(zs[0], rules["zero_std_share_max"]) or facts.run.metrics is None:
+        return None
+    return Finding(
+        "reward.zero_variance_groups", "medium",
+        f"{zs[0]:.0%} of rollout groups have tied rewards over the last {frac:.0%} of steps",
+        {"mean_frac_reward_zero_std": rnd(zs[0]), "steps": zs[1], "source": facts.run.metrics.source})
 
 
-def log_findings(run: Run) -> list[Finding]:
-    out: list[Finding] = []
-    crashed = [s for s in run.logs if s.crash is not None]
-    for scan in crashed:
+@rule("generation.truncated", FAMILY, ("tail_fraction", "truncated_share", "truncated_share_high"),
+      cause="Completions are cut at the length limit, so rewards are computed on cut-off answers.")
+def truncated(facts: Facts, rules: Rules) -> Finding | None:
+    frac = rules["tail_fraction"]
+    tr = _tail_mean(facts, "clipped_ratio", frac)
+    if tr is None or not ge(tr[0], rules["truncated_share"]) or facts.run.metrics is None:
+        return None
+    sev = "high" if ge(tr[0], rules["truncated_share_high"]) else "medium"
+    length = _tail_mean(facts, "completion_length", frac)
+    return Finding(
+        "generation.truncated", sev,
+        f"{tr[0]:.0%} of completions hit the length limit over the last {frac:.0%} of steps",
+        {"mean_clipped_ratio": rnd(tr[0]), "steps": tr[1],
+         "mean_completion_length": rnd(length[0], 1) if length else None, "source": facts.run.metrics.source})
+
+
+@rule("log.crash", FAMILY, cause="The run crashed.")
+def crash(facts: Facts, rules: Rules) -> list[Finding]:
+    out = []
+    for scan in facts.run.logs:
         c = scan.crash
-        assert c is not None
+        if c is None:
+            continue
         msg = f": {c.message}" if c.message else ""
         out.append(Finding(
             "log.crash", "high", f"{scan.path} ends in {c.exception}{msg}"[:160],
             {"exception": c.exception, "message": c.message, "file": scan.path, "line": c.line,
              "last_step": scan.last_step, "last_step_line": scan.last_step_line, "source": scan.path}))
-    any_traceback = bool(crashed) or any(s.handled_tracebacks for s in run.logs)
+    return out
+
+
+@rule("log.no_progress", FAMILY,
+      cause="The run started but never completed a training step (hung, killed, or still compiling).")
+def no_progress(facts: Facts, rules: Rules) -> Finding | None:
+    run = facts.run
+    any_traceback = any(s.crash is not None or s.handled_tracebacks for s in run.logs)
     started = any(s.started for s in run.logs)
     logged_steps = any(s.metric_steps for s in run.logs)
     progressed = any((s.progress_current or 0) > 0 for s in run.logs)
     rows = any(rd.history is not None and len(rd.history.frame) for rd in run.rounds) or (
         run.metrics is not None and len(run.metrics.frame)) or (
         run.eval_history is not None and len(run.eval_history.frame))
-    if started and not (logged_steps or progressed or rows or any_traceback):
-        bar = next((s for s in run.logs if s.progress_total), None)
-        evidence = {"logs": [s.path for s in run.logs][:5], "metric_lines": 0,
-                    "source": bar.path if bar else run.logs[0].path}
-        if bar is not None:
-            evidence |= {"progress": f"{bar.progress_current}/{bar.progress_total}", "line": bar.progress_line}
-        title = "The run started but never completed a training step"
-        if bar is not None:
-            title += f" (progress {bar.progress_current}/{bar.progress_total})"
-        out.append(Finding("log.no_progress", "high", title, evidence))
-    return out
+    if not started or logged_steps or progressed or rows or any_traceback:
+        return None
+    bar = next((s for s in run.logs if s.progress_total), None)
+    evidence = {"logs": [s.path for s in run.logs][:5], "metric_lines": 0,
+                "source": bar.path if bar else run.logs[0].path}
+    title = "The run started but never completed a training step"
+    if bar is not None:
+        evidence |= {"progress": f"{bar.progress_current}/{bar.progress_total}", "line": bar.progress_line}
+        title += f" (progress {bar.progress_current}/{bar.progress_total})"
+    return Finding("log.no_progress", "high", title, evidence)
 
 
-def parse_findings(run: Run, rules: Rules) -> list[Finding]:
-    if not run.parse_errors:
-        return []
+@rule("data.parse_errors", FAMILY, ("parse_error_examples",),
+      cause="Some rows or files could not be read and were skipped.")
+def parse_errors(facts: Facts, rules: Rules) -> Finding | None:
+    errors = facts.run.parse_errors
+    if not errors:
+        return None
     k = int(rules["parse_error_examples"])
-    files = sorted({e.file for e in run.parse_errors})
-    return [Finding(
-        "data.parse_errors", "info",
-        f"{len(run.parse_errors)} row(s) or file(s) could not be read and were skipped",
-        {"count": len(run.parse_errors), "files": files[:10],
-         "first": [f"{e.location()}: {e.message}" for e in run.parse_errors[:k]], "source": files[0]})]
+    files = sorted({e.file for e in errors})
+    what = "row or file" if len(errors) == 1 else "rows or files"
+    return Finding(
+        "data.parse_errors", "info", f"{len(errors)} {what} could not be read and were skipped",
+        {"count": len(errors), "files": files[:10],
+         "first": [f"{e.location()}: {e.message}" for e in errors[:k]], "source": files[0]})

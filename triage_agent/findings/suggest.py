@@ -12,9 +12,10 @@ from typing import Any
 
 from triage_agent.analysis import rewards, whatif
 from triage_agent.analysis.rollouts import reliability
-from triage_agent.findings.common import band, number, r, score_range, weights
+from triage_agent.analysis.stats import rnd
+from triage_agent.findings.engine import REGISTRY
+from triage_agent.findings.facts import Facts, number
 from triage_agent.findings.model import Adjustment, Finding, Rejected
-from triage_agent.findings.rules import Rules
 from triage_agent.runs.model import ConfigValue, Run
 
 UNIT_KEYS = {"easy_threshold", "unsolvable_threshold", "target_accuracy"}
@@ -29,8 +30,9 @@ def find_value(run: Run, file: str, key: str) -> ConfigValue | None:
     return None
 
 
-def check(run: Run, file: str, key: str, to: Any) -> tuple[ConfigValue | None, str | None]:
+def check(facts: Facts, file: str, key: str, to: Any) -> tuple[ConfigValue | None, str | None]:
     """(the config entry, None) when the change may be shown; (None, reason) otherwise."""
+    run = facts.run
     if file.endswith(CODE_SUFFIXES):
         return None, "training code is never a target; only config values are"
     if file not in run.config_files():
@@ -52,7 +54,7 @@ def check(run: Run, file: str, key: str, to: Any) -> tuple[ConfigValue | None, s
         if new < 0:
             return None, "a weight must be >= 0"
     elif leaf == "candidate_score_threshold":
-        lo, hi = score_range(run)
+        lo, hi = facts.score_range
         if not lo <= new <= hi:
             return None, f"outside the score range [{lo:g}, {hi:g}]"
     elif (leaf in UNIT_KEYS or any(t in leaf for t in ("threshold", "share", "ratio", "rate"))) and not 0.0 <= new <= 1.0:
@@ -69,49 +71,48 @@ class Simulation:
     meets: dict[str, bool | None] = field(default_factory=dict)
 
 
-def simulate(run: Run, changes: list[tuple[ConfigValue, float]], rules: Rules) -> Simulation:
+def simulate(facts: Facts, changes: list[tuple[ConfigValue, float]]) -> Simulation:
+    run, rules = facts.run, facts.rules
     sim = Simulation()
     by_name = {cv.name: (cv, v) for cv, v in changes}
     leaf_new = {cv.leaf: v for cv, v in changes}
     # filter thresholds
     if run.filter_stats is not None and ({"easy_threshold", "unsolvable_threshold"} & set(leaf_new)):
-        easy = leaf_new.get("easy_threshold", number(run.config_value("easy_threshold")))
-        uns = leaf_new.get("unsolvable_threshold", number(run.config_value("unsolvable_threshold")))
+        easy = leaf_new.get("easy_threshold", facts.number("easy_threshold"))
+        uns = leaf_new.get("unsolvable_threshold", facts.number("unsolvable_threshold"))
         acc = run.filter_stats.frame["accuracy"].to_numpy(dtype=float)
-        out = whatif.filter_outcome(acc, band(run), easy, uns)
-        pred = {"band_share_after_filter": r(out.band_share_after_filter), "kept": out.kept}
+        out = whatif.filter_outcome(acc, facts.band, easy, uns)
+        pred = {"band_share_after_filter": rnd(out.band_share_after_filter), "kept": out.kept}
         ok = rules["target_band_share_lo"] <= out.band_share_after_filter <= rules["target_band_share_hi"]
         for leaf in ("easy_threshold", "unsolvable_threshold"):
             sim.predicted[leaf], sim.meets[leaf] = pred, ok
     # reward weights
-    w, wcv = weights(run)
+    w, wcv = facts.weights, facts.weights_cv
     wchanges = {name.rsplit(".", 1)[-1]: v for name, (cv, v) in by_name.items()
                 if wcv is not None and name.startswith(wcv.name + ".")}
     if wchanges:
-        from triage_agent.findings.selector import last_selector
-
         new_w = dict(w) | wchanges
-        last = last_selector(run)
+        last = facts.last_selector
         pred: dict[str, Any] = {"weights": new_w}
         ok: bool | None = None
         if last is not None and last.history is not None:
             frame = last.samples.frame if last.samples is not None else last.history.frame
             comps = [c for c in new_w if c in frame.columns]
             shares = rewards.shares_from_cov(rewards.covariance(frame, comps, last.samples is not None), comps, new_w)
-            pred["shares"] = {k: r(v) for k, v in shares.items()}
+            pred["shares"] = {k: rnd(v) for k, v in shares.items()}
             if "boundary" in shares:
-                pred["boundary_share"] = r(shares["boundary"])
+                pred["boundary_share"] = rnd(shares["boundary"])
                 ok = shares["boundary"] >= rules["boundary_share_min"]
                 if new_w.get("boundary", 0) > 0 and "format" in new_w:
                     ratio = new_w["format"] / new_w["boundary"]
-                    pred["format_boundary_ratio"] = r(ratio)
+                    pred["format_boundary_ratio"] = rnd(ratio)
                     ok = ok and ratio < rules["format_boundary_ratio"]
         for name in wchanges:
             sim.predicted[f"weights.{name}"], sim.meets[f"weights.{name}"] = pred, ok
     for leaf in ("rollouts_per_question", "boundary_rollouts"):
         if leaf in leaf_new:
             n = int(leaf_new[leaf])
-            sim.predicted[leaf] = {"rollouts": n, "p_true_half_outside_band": r(reliability(n, band(run)).p_outside_band)}
+            sim.predicted[leaf] = {"rollouts": n, "p_true_half_outside_band": rnd(reliability(n, facts.band).p_outside_band)}
             sim.meets[leaf] = n >= rules["min_rollouts"]
     if "calibrate_every_steps" in leaf_new:
         sim.predicted["calibrate_every_steps"] = {"interval": int(leaf_new["calibrate_every_steps"])}
@@ -123,26 +124,26 @@ def simulate(run: Run, changes: list[tuple[ConfigValue, float]], rules: Rules) -
         gold = frame["gold_pass"].astype(bool).to_numpy()
         n = int(sel.sum())
         share = float((~gold[sel]).mean()) if n else 0.0
-        sim.predicted["candidate_score_threshold"] = {"candidates": n, "confirmed_share": r(share)}
+        sim.predicted["candidate_score_threshold"] = {"candidates": n, "confirmed_share": rnd(share)}
         sim.meets["candidate_score_threshold"] = n > 0 and share >= rules["confirmed_ratio_min"]
     return sim
 
 
-def _sim_key(cv: ConfigValue, run: Run) -> str:
-    _, wcv = weights(run)
+def _sim_key(cv: ConfigValue, facts: Facts) -> str:
+    wcv = facts.weights_cv
     if wcv is not None and cv.name.startswith(wcv.name + "."):
         return f"weights.{cv.leaf}"
     return cv.leaf
 
 
-def finalize(run: Run, proposals: list[dict[str, Any]], rules: Rules) -> tuple[list[Adjustment], list[Rejected]]:
+def finalize(facts: Facts, proposals: list[dict[str, Any]]) -> tuple[list[Adjustment], list[Rejected]]:
     """Check each proposal {file, key, to, rationale, findings}, then what-if all accepted ones together."""
     accepted: list[tuple[ConfigValue, dict[str, Any]]] = []
     rejected: list[Rejected] = []
     seen: set[tuple[str, str]] = set()
     for p in proposals:
         file, key, to = str(p.get("file", "")), str(p.get("key", "")), p.get("to")
-        cv, reason = check(run, file, key, to)
+        cv, reason = check(facts, file, key, to)
         if cv is None:
             rejected.append(Rejected(file, key, to, reason or "rejected"))
             continue
@@ -150,10 +151,10 @@ def finalize(run: Run, proposals: list[dict[str, Any]], rules: Rules) -> tuple[l
             continue
         seen.add((cv.file, cv.key))
         accepted.append((cv, p))
-    sim = simulate(run, [(cv, float(p["to"])) for cv, p in accepted], rules)
+    sim = simulate(facts, [(cv, float(p["to"])) for cv, p in accepted])
     out = []
     for cv, p in accepted:
-        k = _sim_key(cv, run)
+        k = _sim_key(cv, facts)
         to = p["to"]
         if isinstance(cv.value, int) and not isinstance(cv.value, bool) and float(to).is_integer():
             to = int(to)
@@ -162,25 +163,20 @@ def finalize(run: Run, proposals: list[dict[str, Any]], rules: Rules) -> tuple[l
     return out, rejected
 
 
-RATIONALE = {
-    "filter.boundary_starved": "Loosen the filter so that more boundary-band questions survive it.",
-    "filter.boundary_overloaded": "Tighten the filter so that fewer hard boundary questions dominate training.",
-    "reward.boundary_suppressed": "Give the boundary reward enough weight to carry at least 40% of the signal.",
-    "rollouts.too_few": "More rollouts make accuracy estimates precise enough to place questions in the band.",
-    "calibration.too_frequent": "Calibrate less often so that the policy sees a stable solver between updates.",
-    "calibration.candidates_too_loose": "Raise the candidate threshold so that candidates are misjudged, not merely hard.",
-}
-
-
 def offline_proposals(findings: list[Finding]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for f in findings:
         s = f.suggestion
         while s:
             out.append({"file": s["file"], "key": s["key"], "to": s["to"],
-                        "rationale": RATIONALE.get(f.id, f.title), "findings": [f.id]})
+                        "rationale": _rationale(f), "findings": [f.id]})
             s = s.get("also")
     return out
 
 
 
+
+
+def _rationale(f: Finding) -> str:
+    rule = REGISTRY.get(f.id)
+    return rule.rationale if rule is not None and rule.rationale else f.title

@@ -7,29 +7,24 @@ from typing import Any
 from rich.panel import Panel
 from rich.table import Table
 
-from triage_agent.analysis import calibration as cal
 from triage_agent.analysis.stats import downsample
-from triage_agent.findings.common import score_range
+from triage_agent.render.text import sparkline
 from triage_agent.report import Report
 
 
 def parts(report: Report) -> list[Any]:
-    from triage_agent.render.terminal import sparkline
-
-    run = report.run
+    run, facts = report.run, report.facts
     out: list[Any] = []
-    if run.eval_history is not None and {"proxy_reward", "gold_pass_rate"} <= set(run.eval_history.frame.columns):
+    pg = facts.proxy_gold
+    if pg is not None and run.eval_history is not None:
         f = run.eval_history.frame.sort_values("step")
-        pg = cal.proxy_gold(f)
         lines = [f"proxy {pg.proxy_first:.2f} → {pg.proxy_last:.2f}  {sparkline(downsample(f['proxy_reward'], 40))}",
                  f"gold  {pg.gold_first:.2f} → {pg.gold_last:.2f}  {sparkline(downsample(f['gold_pass_rate'], 40))}"]
         if pg.divergence_step is not None:
             lines.append(f"diverging from step {pg.divergence_step}")
         out.append(Panel("\n".join(lines), title=f"Proxy vs gold ({run.eval_history.source})", expand=False))
-    if run.solver_scores is not None:
-        frame = run.solver_scores.frame
-        rel = cal.reliability(frame["score"].to_numpy(dtype=float), frame["gold_pass"].astype(bool).to_numpy(),
-                              score_range(run))
+    rel = facts.reliability
+    if run.solver_scores is not None and rel is not None:
         t = Table(title=f"Reliability (ECE {rel.ece:.3f}, {run.solver_scores.source})", expand=False)
         for col in ("score bin", "n", "mean score", "gold rate", "gap"):
             t.add_column(col)

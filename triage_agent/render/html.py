@@ -6,11 +6,7 @@ import json
 from html import escape
 from typing import Any
 
-from triage_agent.analysis import calibration as cal
-from triage_agent.analysis import filter as filt
 from triage_agent.analysis import rewards
-from triage_agent.findings.common import band, score_range, weights
-from triage_agent.findings.selector import trajectory
 from triage_agent.render import plots
 from triage_agent.report import Report
 
@@ -28,9 +24,9 @@ document.body.setAttribute('data-plots-rendered',String(n));});</script>"""
 
 
 def _plots(report: Report) -> list[str]:
-    run = report.run
+    run, facts = report.run, report.facts
     out: list[str] = []
-    w, _ = weights(run)
+    w = facts.weights
     for rd in run.rounds:
         if rd.history is None or rd.role == "generator":
             continue
@@ -39,12 +35,11 @@ def _plots(report: Report) -> list[str]:
         if comps:
             out.append(plots.line_chart(f"{rd.name}: reward components", {c: (frame["step"], frame[c]) for c in comps},
                                         f"step · {rd.history.source}"))
-    if run.filter_stats is not None:
-        b = band(run)
-        a = filt.audit(run.filter_stats.frame, b)
+    a, b = facts.filter_audit, facts.band
+    if run.filter_stats is not None and a is not None:
         out.append(plots.paired_histogram("Accuracy before/after the filter", a.hist_before, a.hist_after, b,
                                           f"accuracy · {run.filter_stats.source}"))
-    traj = trajectory(run)
+    traj = facts.trajectory
     if traj is not None:
         series = {}
         offset = 0
@@ -54,16 +49,14 @@ def _plots(report: Report) -> list[str]:
             offset += int(frame["step"].max() - frame["step"].min()) + 1
         out.append(plots.line_chart("Generator accuracy against its target", series, "step (rounds in sequence)",
                                     (traj.target, f"target {traj.target:g}")))
-    if run.eval_history is not None and {"proxy_reward", "gold_pass_rate"} <= set(run.eval_history.frame.columns):
-        f = run.eval_history.frame.sort_values("step")
+    if facts.eval_frame is not None:
+        f = facts.eval_frame.frame.sort_values("step")
         out.append(plots.line_chart("Proxy reward vs gold pass rate",
                                     {"proxy reward": (f["step"], f["proxy_reward"]),
                                      "gold pass rate": (f["step"], f["gold_pass_rate"])},
                                     f"step · {run.eval_history.source}"))
-    if run.solver_scores is not None:
-        frame = run.solver_scores.frame
-        rel = cal.reliability(frame["score"].to_numpy(dtype=float), frame["gold_pass"].astype(bool).to_numpy(),
-                              score_range(run))
+    rel = facts.reliability
+    if run.solver_scores is not None and rel is not None:
         out.append(plots.reliability_diagram(f"Solver reliability, ECE {rel.ece:.3f}", rel.bins,
                                              f"solver score (normalised) · {run.solver_scores.source}"))
     if run.metrics is not None:

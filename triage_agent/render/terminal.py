@@ -4,32 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from triage_agent.analysis import filter as filt
 from triage_agent.analysis import rewards
-from triage_agent.findings.common import band, weights
-from triage_agent.findings.selector import trajectory
+from triage_agent.render import calibration
+from triage_agent.render.text import sparkline
 from triage_agent.report import Report
 
-BARS = "▁▂▃▄▅▆▇█"
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
-
-
-def sparkline(values: list[float] | np.ndarray) -> str:
-    a = np.asarray(values, dtype=float)
-    a = a[np.isfinite(a)]
-    if not len(a):
-        return ""
-    lo, hi = float(a.min()), float(a.max())
-    if hi == lo:
-        return BARS[3] * len(a)
-    idx = ((a - lo) / (hi - lo) * (len(BARS) - 1)).round().astype(int)
-    return "".join(BARS[i] for i in idx)
 
 
 def _fmt(v: Any) -> str:
@@ -68,18 +53,7 @@ def findings_table(report: Report) -> Table | Text:
 
 
 def rounds_table(report: Report) -> Table | None:
-    run = report.run
-    w, _ = weights(run)
-    rows = []
-    for rd in run.rounds:
-        if rd.history is None:
-            continue
-        frame = rd.history.frame
-        comps = rewards.component_columns(frame, w)
-        if "accuracy" in frame.columns and "accuracy" not in comps:
-            comps = ["accuracy", *comps]
-        for name, st in rewards.history_stats(frame, comps).items():
-            rows.append((rd.name, name, st))
+    rows = [(rd.name, name, st) for rd, stats in report.facts.round_stats() for name, st in stats.items()]
     if not rows:
         return None
     t = Table(title="Per-round series", expand=False)
@@ -113,10 +87,10 @@ def metrics_table(report: Report) -> Table | None:
 
 def filter_panel(report: Report) -> Panel | None:
     run = report.run
-    if run.filter_stats is None:
+    a = report.facts.filter_audit
+    if run.filter_stats is None or a is None:
         return None
-    b = band(run)
-    a = filt.audit(run.filter_stats.frame, b)
+    b = report.facts.band
     t = Table(expand=False, box=None)
     t.add_column("accuracy")
     t.add_column("before", justify="right")
@@ -137,7 +111,7 @@ def filter_panel(report: Report) -> Panel | None:
 
 
 def generator_panel(report: Report) -> Panel | None:
-    traj = trajectory(report.run)
+    traj = report.facts.trajectory
     if traj is None:
         return None
     lines = [f"target {traj.target:.2f}"]
@@ -182,19 +156,12 @@ def render(report: Report, console: Console) -> None:
     for part in (metrics_table(report), rounds_table(report), filter_panel(report), generator_panel(report)):
         if part is not None:
             console.print(part)
-    for extra in calibration_parts(report):
+    for extra in calibration.parts(report):
         console.print(extra)
     for part in diagnosis_and_adjustments(report):
         console.print(part)
     for note in report.notes:
         console.print(f"[dim]note: {note}[/dim]")
-
-
-def calibration_parts(report: Report) -> list[Any]:
-    """Filled in by the calibration view (kept separate so selector runs stay short)."""
-    from triage_agent.render.calibration import parts
-
-    return parts(report)
 
 
 def doctor_view(res: Any, console: Console) -> None:

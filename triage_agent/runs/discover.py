@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 import sys
@@ -13,6 +12,7 @@ from typing import Any
 
 from triage_agent.errors import TriageError
 from triage_agent.runs.configs import CONFIG_SUFFIXES
+from triage_agent.runs.formats import BY_NAME, FORMATS
 from triage_agent.runs.model import ParseError
 from triage_agent.runs.tables import TABLE_SUFFIXES
 
@@ -84,55 +84,13 @@ def _walk(root: Path) -> list[Path]:
     return out
 
 
-def _json_head(path: Path, size: int = 4096) -> str:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(size).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def _is_trainer_state(path: Path) -> bool:
-    return '"log_history"' in _json_head(path, 1 << 16) or _has_log_history(path)
-
-
-def _has_log_history(path: Path) -> bool:
-    if path.stat().st_size > (64 << 20):
-        return False
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(doc, dict) and isinstance(doc.get("log_history"), list)
-
-
-def _is_verl_jsonl(path: Path) -> bool:
-    head = _json_head(path, 8192).splitlines()
-    if not head:
-        return False
-    try:
-        obj = json.loads(head[0])
-    except json.JSONDecodeError:
-        return False
-    return isinstance(obj, dict) and "step" in obj and isinstance(obj.get("data"), dict)
-
-
 def classify(path: Path, rel: str) -> str | None:
+    """The file's role: the v1 layout's names first, then each registered trainer format, then configs."""
     name = path.name.lower()
     suffix = path.suffix.lower()
     parts = [p.lower() for p in Path(rel).parts]
     if rel == "triage.toml":
         return "manifest"
-    if name.startswith("events.out.tfevents"):
-        return "tfevents"
-    if suffix == ".wandb":
-        return "wandb_binary"
-    if suffix == ".log":
-        return "log"
-    if name == "wandb-summary.json":
-        return "wandb_summary"
-    if name == "wandb-history.jsonl":
-        return "wandb_history"
     if name == "round.json":
         return "round_meta"
     stem = name
@@ -142,10 +100,9 @@ def classify(path: Path, rel: str) -> str | None:
             break
     if suffix in TABLE_SUFFIXES and stem in TABLE_ROLES:
         return stem
-    if suffix == ".json" and _is_trainer_state(path):
-        return "trl_state"
-    if suffix == ".jsonl" and _is_verl_jsonl(path):
-        return "verl_jsonl"
+    for fmt in FORMATS:
+        if fmt.sniff(path, rel):
+            return fmt.name
     if suffix in CONFIG_SUFFIXES and ("configs" in parts[:-1] or "config" in name):
         return "config"
     return None
@@ -175,8 +132,9 @@ def discover(root: Path, manifest: Manifest) -> tuple[list[Found], list[str]]:
             role = classify(path, rel)
         if role is None:
             continue
-        if role == "wandb_binary":
-            notes.append(f"{rel}: binary W&B file; run `wandb sync` first (or export history) to analyse it")
+        fmt = BY_NAME.get(role)
+        if fmt is not None and fmt.skip_note:
+            notes.append(f"{rel}: {fmt.skip_note}")
             continue
         rr = round_of(Path(rel).parts) if role in ROUND_ROLES else None
         found.append(Found(path, rel, role, rr[0] if rr else None, rr[1] if rr else None))

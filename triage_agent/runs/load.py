@@ -12,9 +12,8 @@ import pandas as pd
 from triage_agent.errors import TriageError
 from triage_agent.runs import discover as disc
 from triage_agent.runs.configs import load_config
-from triage_agent.runs.formats import tensorboard, trl, verl, wandb
+from triage_agent.runs.formats import BY_NAME
 from triage_agent.runs.formats.canonical import canonicalize
-from triage_agent.runs.logs import scan_log
 from triage_agent.runs.model import ParseError, Round, Run, SourceFile, Table
 from triage_agent.runs.tables import normalize, read_table
 
@@ -84,39 +83,14 @@ def load_run(path: str | Path, progress: Progress | None = None) -> Run:
                 run.parse_errors += errs
             if frame is not None and getattr(run, f.role) is None:
                 setattr(run, f.role, Table(frame, f.rel))
-        elif f.role == "log":
-            scan = scan_log(f.path, f.rel)
-            run.logs.append(scan)
-            if scan.metric_rows:
-                trainer_rows.append((f.rel, scan.metric_rows))
-        elif f.role == "trl_state":
-            train, evals, _header, errs = trl.read_trainer_state(f.path, f.rel)
-            run.parse_errors += errs
-            if train:
-                trainer_rows.append((f.rel, train))
-            if evals:
-                run.notes.append(f"{f.rel}: {len(evals)} eval rows (eval_*) kept apart from training rows")
-        elif f.role == "verl_jsonl":
-            rows, errs = verl.read_verl_jsonl(f.path, f.rel)
-            run.parse_errors += errs
-            if rows:
-                trainer_rows.append((f.rel, rows))
-        elif f.role == "wandb_history":
-            rows, errs = wandb.read_history(f.path, f.rel)
-            run.parse_errors += errs
-            if rows:
-                trainer_rows.append((f.rel, rows))
-        elif f.role == "wandb_summary":
-            _summary, errs = wandb.read_summary(f.path, f.rel)
-            run.parse_errors += errs
-        elif f.role == "tfevents":
-            if not tensorboard.available():
-                run.notes.append(tensorboard.MISSING)
-                continue
-            rows, errs = tensorboard.read_events(f.path, f.rel)
-            run.parse_errors += errs
-            if rows:
-                trainer_rows.append((f.rel, rows))
+        elif f.role in BY_NAME:
+            got = BY_NAME[f.role].read(f.path, f.rel)
+            run.parse_errors += got.errors
+            run.notes += got.notes
+            if got.log is not None:
+                run.logs.append(got.log)
+            if got.rows:
+                trainer_rows.append((f.rel, got.rows))
     for key, rnd in rounds.items():
         if key[0] == "run" and rnd.history is not None:
             cols = set(rnd.history.frame.columns)

@@ -1,0 +1,23 @@
+"""The format registry: every trainer output format triage reads, in sniffing order.
+
+Adding a format is one module in this folder that defines a `Format`, plus one line here.
+Discovery asks each format's `sniff` in this order; loading calls the matching `read`.
+"""
+
+from __future__ import annotations
+
+from triage_agent.runs.formats import console, tensorboard, trl, verl, wandb
+from triage_agent.runs.formats.base import Format, FormatRead
+
+FORMATS: tuple[Format, ...] = (
+    tensorboard.FORMAT,
+    wandb.BINARY,
+    console.FORMAT,
+    wandb.SUMMARY,
+    wandb.HISTORY,
+    trl.FORMAT,
+    verl.JSONL,
+)
+BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
+
+__all__ = ["BY_NAME", "FORMATS", "Format", "FormatRead"]

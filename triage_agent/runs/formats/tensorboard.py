@@ -6,6 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.model import ParseError
 
 MISSING = ("TensorBoard event files found, but the `tensorboard` package is not installed: "
@@ -46,3 +47,13 @@ def read_events(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[ParseE
     except Exception as exc:  # the loader raises several unrelated types on corrupt files
         errors.append(ParseError(rel, None, f"unreadable event file: {type(exc).__name__}: {exc}"[:200]))
     return [{"step": step, **vals} for step, vals in sorted(by_step.items())], errors
+
+
+def _read(path: Path, rel: str) -> FormatRead:
+    if not available():
+        return FormatRead(notes=[MISSING])
+    rows, errors = read_events(path, rel)
+    return FormatRead(rows=rows, errors=errors)
+
+
+FORMAT = Format("tfevents", lambda path, rel: path.name.lower().startswith("events.out.tfevents"), _read)

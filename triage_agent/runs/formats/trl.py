@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from triage_agent.runs.formats.base import Format, FormatRead, head_bytes
 from triage_agent.runs.model import ParseError
 
 SUMMARY_KEYS = ("train_runtime", "train_loss", "total_flos")
@@ -37,3 +38,27 @@ def read_trainer_state(path: Path, rel: str) -> tuple[list[dict[str, Any]], list
             train.append(row)
     header = {k: v for k, v in doc.items() if k != "log_history"}
     return train, evals, header, errors
+
+
+def _sniff(path: Path, rel: str) -> bool:
+    """Any JSON file holding a `log_history` list (trainer_state.json under any name)."""
+    if path.suffix.lower() != ".json":
+        return False
+    if b'"log_history"' in head_bytes(path, 1 << 16):
+        return True
+    try:
+        if path.stat().st_size > (64 << 20):
+            return False
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("log_history"), list)
+
+
+def _read(path: Path, rel: str) -> FormatRead:
+    train, evals, _header, errors = read_trainer_state(path, rel)
+    notes = [f"{rel}: {len(evals)} eval rows (eval_*) kept apart from training rows"] if evals else []
+    return FormatRead(rows=train, errors=errors, notes=notes)
+
+
+FORMAT = Format("trl_state", _sniff, _read)

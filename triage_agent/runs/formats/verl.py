@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from triage_agent.runs.formats.base import Format, FormatRead, head_bytes
 from triage_agent.runs.logs import parse_value
 from triage_agent.runs.model import ParseError
 from triage_agent.runs.tables import iter_json_objects
@@ -24,3 +26,24 @@ def read_verl_jsonl(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[Pa
                 row[k] = value
         rows.append(row)
     return rows, errors
+
+
+def _sniff(path: Path, rel: str) -> bool:
+    if path.suffix.lower() != ".jsonl":
+        return False
+    head = head_bytes(path, 8192).decode("utf-8", errors="replace").splitlines()
+    if not head:
+        return False
+    try:
+        obj = json.loads(head[0])
+    except json.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and "step" in obj and isinstance(obj.get("data"), dict)
+
+
+def _read(path: Path, rel: str) -> FormatRead:
+    rows, errors = read_verl_jsonl(path, rel)
+    return FormatRead(rows=rows, errors=errors)
+
+
+JSONL = Format("verl_jsonl", _sniff, _read)

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.model import ParseError
 from triage_agent.runs.tables import iter_json_objects
 
@@ -36,3 +37,23 @@ def read_summary(path: Path, rel: str) -> tuple[dict[str, Any], list[ParseError]
     if not isinstance(doc, dict):
         return {}, [ParseError(rel, None, "W&B summary is not an object")]
     return {k: v for k, v in doc.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}, []
+
+
+def _read_history(path: Path, rel: str) -> FormatRead:
+    rows, errors = read_history(path, rel)
+    return FormatRead(rows=rows, errors=errors)
+
+
+def _read_summary(path: Path, rel: str) -> FormatRead:
+    _summary, errors = read_summary(path, rel)
+    return FormatRead(errors=errors)
+
+
+def _never(path: Path, rel: str) -> FormatRead:
+    return FormatRead()
+
+
+HISTORY = Format("wandb_history", lambda path, rel: path.name.lower() == "wandb-history.jsonl", _read_history)
+SUMMARY = Format("wandb_summary", lambda path, rel: path.name.lower() == "wandb-summary.json", _read_summary)
+BINARY = Format("wandb_binary", lambda path, rel: path.suffix.lower() == ".wandb", _never,
+                skip_note="binary W&B file; run `wandb sync` first (or export history) to analyse it")

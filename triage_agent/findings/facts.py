@@ -1,0 +1,191 @@
+"""A run's facts, resolved once: config values with their files, band, weights, targets, and every
+analysis a rule or a view needs, each computed at most once (with the run's own `[rules]`).
+
+Rules, views and tools all read a `Facts`; none of them re-resolves config values or recomputes an
+analysis, so a `[rules]` override (say `ece_bins = 2`) reaches the JSON, terminal, HTML and chat alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from triage_agent.analysis import calibration as cal
+from triage_agent.analysis import filter as filt
+from triage_agent.analysis import rewards
+from triage_agent.analysis.generator import Trajectory, generator_round
+from triage_agent.findings.rules import Rules, rules_for
+from triage_agent.runs.model import ConfigValue, Round, Run, Table
+
+_MISSING = object()
+
+
+def number(value: Any) -> float | None:
+    """A config value as a float, or None for anything that is not a plain number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def suggestion(cv: ConfigValue, to: Any) -> dict[str, Any]:
+    return {"file": cv.file, "key": cv.key, "to": to}
+
+
+@dataclass
+class Facts:
+    run: Run
+    rules: Rules
+    unknown_rules: list[str] = field(default_factory=list)
+    _config: dict[str, ConfigValue | None] = field(default_factory=dict, repr=False)
+
+    # -- config values ------------------------------------------------------------------------
+    def config(self, leaf: str) -> ConfigValue | None:
+        """The first config entry whose key ends in `leaf`, looked up once per leaf."""
+        got = self._config.get(leaf, _MISSING)
+        if got is _MISSING:
+            got = self.run.config(leaf)
+            self._config[leaf] = got
+        return got  # type: ignore[return-value]
+
+    def number(self, leaf: str) -> float | None:
+        cv = self.config(leaf)
+        return None if cv is None else number(cv.value)
+
+    @cached_property
+    def band(self) -> tuple[float, float]:
+        cv = self.config("boundary_band")
+        v = cv.value if cv else None
+        if isinstance(v, (list, tuple)) and len(v) == 2 and all(number(x) is not None for x in v):
+            return float(v[0]), float(v[1])
+        return 0.4, 0.6  # run-format.md default
+
+    @cached_property
+    def score_range(self) -> tuple[float, float]:
+        cv = self.config("score_range")
+        v = cv.value if cv else None
+        if isinstance(v, (list, tuple)) and len(v) == 2 and all(number(x) is not None for x in v) and v[1] > v[0]:
+            return float(v[0]), float(v[1])
+        return 0.0, 1.0  # run-format.md default
+
+    @cached_property
+    def target_accuracy(self) -> float:
+        v = self.number("target_accuracy")
+        return 0.5 if v is None else v  # run-format.md default
+
+    @cached_property
+    def weights_entry(self) -> tuple[dict[str, float], ConfigValue | None]:
+        cv = self.config("weights")
+        if cv is None or not isinstance(cv.value, dict):
+            return {}, None
+        return {str(k): float(v) for k, v in cv.value.items() if number(v) is not None}, cv
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return self.weights_entry[0]
+
+    @property
+    def weights_cv(self) -> ConfigValue | None:
+        return self.weights_entry[1]
+
+    # -- selector/generator analyses ------------------------------------------------------------
+    @cached_property
+    def filter_audit(self) -> filt.FilterAudit | None:
+        fs = self.run.filter_stats
+        return None if fs is None else filt.audit(fs.frame, self.band)
+
+    @cached_property
+    def filter_rule_check(self) -> filt.RuleCheck | None:
+        fs = self.run.filter_stats
+        if fs is None:
+            return None
+        return filt.rule_check(fs.frame, self.number("easy_threshold"), self.number("unsolvable_threshold"))
+
+    @cached_property
+    def last_selector(self) -> Round | None:
+        rounds_ = [x for x in self.run.rounds_of("selector") if x.history is not None]
+        return rounds_[-1] if rounds_ else None
+
+    @cached_property
+    def balance(self) -> rewards.Balance | None:
+        """Contribution shares of the weighted components on the last selector round."""
+        last = self.last_selector
+        if last is None or last.history is None or not self.weights:
+            return None
+        return rewards.balance(last.history.frame, last.samples.frame if last.samples else None, self.weights,
+                               last.history.source, last.samples.source if last.samples else None)
+
+    @cached_property
+    def trajectory(self) -> Trajectory | None:
+        gens = [g for g in self.run.rounds_of("generator")
+                if g.history is not None and "accuracy" in g.history.frame.columns]
+        if not gens:
+            return None
+        return Trajectory(self.target_accuracy, [
+            generator_round(g.index, g.history.frame["accuracy"].to_numpy(dtype=float), g.meta.get("checkpoint_in"),
+                            g.meta.get("checkpoint_out")) for g in gens if g.history is not None])
+
+    def round_stats(self) -> list[tuple[Round, dict[str, rewards.SeriesStats]]]:
+        """Per-round statistics of each component (and generator accuracy), for the views."""
+        return self._round_stats
+
+    @cached_property
+    def _round_stats(self) -> list[tuple[Round, dict[str, rewards.SeriesStats]]]:
+        out = []
+        for rd in self.run.rounds:
+            if rd.history is None:
+                continue
+            frame = rd.history.frame
+            comps = rewards.component_columns(frame, self.weights)
+            if "accuracy" in frame.columns and "accuracy" not in comps:
+                comps = ["accuracy", *comps]
+            out.append((rd, rewards.history_stats(frame, comps)))
+        return out
+
+    # -- solver-calibration analyses -------------------------------------------------------------
+    @cached_property
+    def eval_frame(self) -> Table | None:
+        eh = self.run.eval_history
+        if eh is None or not {"proxy_reward", "gold_pass_rate"} <= set(eh.frame.columns):
+            return None
+        return eh
+
+    @cached_property
+    def proxy_gold(self) -> cal.ProxyGold | None:
+        eh = self.eval_frame
+        if eh is None:
+            return None
+        return cal.proxy_gold(eh.frame, self.rules["proxy_rho_min"], self.rules["gold_rho_max"])
+
+    @cached_property
+    def high_score(self) -> cal.HighScore | None:
+        ss = self.run.solver_scores
+        if ss is None:
+            return None
+        return cal.high_score_failures(ss.frame, self.number("candidate_score_threshold"),
+                                       self.rules["high_score_quantile"])
+
+    @cached_property
+    def reliability(self) -> cal.Reliability | None:
+        ss = self.run.solver_scores
+        if ss is None:
+            return None
+        return cal.reliability(ss.frame["score"].to_numpy(dtype=float), ss.frame["gold_pass"].astype(bool).to_numpy(),
+                               self.score_range, int(self.rules["ece_bins"]))
+
+    @cached_property
+    def cadence(self) -> cal.Cadence:
+        interval = self.number("calibrate_every_steps")
+        ev = self.run.calibration_events
+        return cal.cadence(ev.frame if ev else None, int(interval) if interval else None)
+
+    @cached_property
+    def perturbation(self) -> tuple[float, dict[str, float]] | None:
+        pt = self.run.perturbations
+        return None if pt is None else cal.perturbation_sensitivity(pt.frame, self.score_range)
+
+
+def resolve(run: Run) -> Facts:
+    """The run's facts with its `[rules]` applied (unknown rule names kept for a note)."""
+    rules, unknown = rules_for(run.rule_overrides)
+    return Facts(run, rules, unknown)

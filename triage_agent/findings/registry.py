@@ -1,0 +1,59 @@
+"""The finding registry: every rule with its id, family, the thresholds it reads, its cause text and
+its optional suggestion hook. The engine, the offline diagnosis, the README check and the tests
+all read this one table.
+
+Adding a finding is one decorated function in a family module (`selector.py`, `calibration.py`,
+`generic.py`, ...) plus its line in the README's finding list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from triage_agent.findings.facts import Facts
+from triage_agent.findings.model import Finding
+from triage_agent.findings.rules import Rules
+
+CheckResult = Finding | list[Finding] | None
+Check = Callable[[Facts, Rules], CheckResult]
+# (facts, rules, the finding) -> a suggestion {file, key, to} or None; for rules whose check leaves it empty
+SuggestHook = Callable[[Facts, Rules, Finding], dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    family: str
+    thresholds: tuple[str, ...]
+    cause: str
+    check: Check
+    rationale: str | None = None  # why its suggested change helps (shown with the adjustment)
+    suggest: SuggestHook | None = None
+
+    def run(self, facts: Facts, rules: Rules) -> list[Finding]:
+        got = self.check(facts, rules)
+        found = [] if got is None else [got] if isinstance(got, Finding) else list(got)
+        for f in found:
+            if f.id != self.id:  # our own bug: a rule may only raise its own id
+                raise AssertionError(f"rule {self.id} raised {f.id}")
+            if f.suggestion is None and self.suggest is not None:
+                f.suggestion = self.suggest(facts, rules, f)
+        return found
+
+
+REGISTRY: dict[str, Rule] = {}
+
+
+def rule(id: str, family: str, thresholds: tuple[str, ...] = (), *, cause: str, rationale: str | None = None,
+         suggest: SuggestHook | None = None) -> Callable[[Check], Check]:
+    """Register `fn` as the check of finding `id`."""
+
+    def register(fn: Check) -> Check:
+        if id in REGISTRY:
+            raise AssertionError(f"finding {id} registered twice")
+        REGISTRY[id] = Rule(id, family, thresholds, cause, fn, rationale, suggest)
+        return fn
+
+    return register

@@ -1,0 +1,40 @@
+"""What a trainer-format reader is: a sniff (is this file mine?) and a read (file -> rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from triage_agent.runs.model import LogScan, ParseError
+
+
+@dataclass
+class FormatRead:
+    """What one file gave: per-step metric rows (raw names, `step` included), a log scan, errors, notes."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[ParseError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    log: LogScan | None = None
+
+
+@dataclass(frozen=True)
+class Format:
+    """One trainer output format. `name` is the role its files get in the run's file list."""
+
+    name: str
+    sniff: Callable[[Path, str], bool]
+    read: Callable[[Path, str], FormatRead]
+    # a format whose files are listed but never read (a note says why), e.g. binary W&B files
+    skip_note: str | None = None
+
+
+def head_bytes(path: Path, size: int = 4096) -> bytes:
+    """The first `size` bytes of a file (b"" when unreadable): what sniffs look at."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(size)
+    except OSError:
+        return b""
