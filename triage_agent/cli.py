@@ -1,10 +1,15 @@
-"""Argument parsing only: each command returns a typed result that is rendered here."""
+"""The command line: parse arguments, call the command's function (it returns a typed result), render it.
+
+Each subcommand's parser names its handler with `set_defaults(func=...)`; a handler only turns
+parsed arguments into a call and the result into text or JSON. Nothing heavy is imported before
+parsing, so `triage --help` stays fast."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 
@@ -51,27 +56,32 @@ def _parser() -> argparse.ArgumentParser:
     sp = command("inspect", "deterministic findings for a run folder (no model)",
                  "Read a run folder and print its findings, computed by the rules alone.")
     _report_flags(sp)
+    sp.set_defaults(func=_cmd_inspect)
     sp = command("report", "diagnosis and checked config changes, from a model when one is configured",
                  "Ask the configured model for a diagnosis; every suggested change is checked and "
                  "re-computed on the run. Without an endpoint, the offline report.")
     _report_flags(sp)
     sp.add_argument("--offline", action="store_true", help="never call a model")
     _endpoint_flags(sp)
+    sp.set_defaults(func=_cmd_report)
     sp = command("ask", "ask a question about a run (answer streamed)",
                  "Ask the configured model a question about one run; the question may come on stdin.")
     sp.add_argument("run", help="the run folder")
     sp.add_argument("question", nargs="?", help="the question (else read from stdin)")
     _endpoint_flags(sp)
+    sp.set_defaults(func=_cmd_ask)
     sp = command("chat", "an interactive session about a run",
                  "Chat with the configured model about one run; slash commands work without one.")
     sp.add_argument("run", help="the run folder")
     sp.add_argument("--resume", action="store_true", help="continue the last conversation about this run")
     _endpoint_flags(sp, sends=False)
+    sp.set_defaults(func=_cmd_chat)
     sp = command("doctor", "check the model endpoint step by step and say what to fix",
                  "Check settings, reachability, key, model, chat, tool calls, JSON-schema output "
                  "and streaming; remember the endpoint's capabilities for later runs.")
     _endpoint_flags(sp, sends=False)
     sp.add_argument("--json", action="store_true", help="print the checks as JSON")
+    sp.set_defaults(func=_cmd_doctor)
     sp = command("apply", "turn accepted adjustments into config edits (a diff by default)",
                  "Edit the run's config values from a report JSON (or a run folder's offline "
                  "report). Only values change; comments, order and formatting stay.")
@@ -80,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     group = sp.add_mutually_exclusive_group()
     group.add_argument("--write", metavar="DIR", help="write edited copies of the config files under DIR")
     group.add_argument("--in-place", action="store_true", help="edit the originals, after saving .bak backups")
+    sp.set_defaults(func=_cmd_apply)
     return p
 
 
@@ -98,40 +109,15 @@ def _fail_code(report, fail_on: str | None) -> int:  # type: ignore[no-untyped-d
 
 
 def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stderr: Console | None = None) -> int:
-    out = stdout or Console(soft_wrap=False)
-    err = stderr or Console(stderr=True, soft_wrap=True)
     args = _parser().parse_args(argv)
-    if args.command is None:
+    if getattr(args, "func", None) is None:
         _parser().print_help()
         return 2
+    out = stdout or Console(soft_wrap=False)
+    err = stderr or Console(stderr=True, soft_wrap=True)
     try:
-        if args.command == "inspect":
-            from triage_agent.commands.inspect import inspect
-            from triage_agent.render import jsondoc, terminal
-
-            report = inspect(args.run, _progress(err))
-            _write_html(report, args.html, err)
-            if args.json:
-                out.file.write(jsondoc.dumps(report) + "\n")
-            else:
-                terminal.render(report, out)
-            return _fail_code(report, args.fail_on)
-        if args.command in ("report", "ask"):
-            return _model_command(args, out, err)
-        if args.command == "doctor":
-            return _doctor(args, out)
-        if args.command == "chat":
-            import os
-
-            from triage_agent.commands.chat import start
-            from triage_agent.llm.settings import resolve
-            from triage_agent.render.chat import repl
-
-            settings = resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
-            session, status = start(args.run, settings, dict(os.environ), args.resume)
-            return repl(session, out, status)
-        if args.command == "apply":
-            return _apply(args, out, err)
+        code: int = args.func(args, out, err)
+        return code
     except TriageError as exc:
         err.print(f"triage: {exc}", markup=False, highlight=False)
         return exc.exit_code
@@ -143,7 +129,38 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
         return 0
-    return 2
+
+
+def _write_json(out: Console, doc: Any) -> None:
+    """The one JSON writer: every command's --json (and --dry-run) output goes through here."""
+    import json
+
+    out.file.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+
+
+def _cmd_inspect(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from triage_agent.commands.inspect import inspect
+    from triage_agent.render import jsondoc, terminal
+
+    report = inspect(args.run, _progress(err))
+    _write_html(report, args.html, err)
+    if args.json:
+        _write_json(out, jsondoc.document(report))
+    else:
+        terminal.render(report, out)
+    return _fail_code(report, args.fail_on)
+
+
+def _cmd_chat(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import os
+
+    from triage_agent.commands.chat import start
+    from triage_agent.llm.settings import resolve
+    from triage_agent.render.chat import repl
+
+    settings = resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
+    session, status = start(args.run, settings, dict(os.environ), args.resume)
+    return repl(session, out, status)
 
 
 def _write_html(report, path: str | None, err: Console) -> None:  # type: ignore[no-untyped-def]
@@ -178,8 +195,7 @@ def _progress(err: Console):  # type: ignore[no-untyped-def]
     return update
 
 
-def _doctor(args: argparse.Namespace, out: Console) -> int:
-    import json
+def _cmd_doctor(args: argparse.Namespace, out: Console, err: Console) -> int:
     import os
 
     from triage_agent.commands.doctor import doctor
@@ -188,15 +204,14 @@ def _doctor(args: argparse.Namespace, out: Console) -> int:
 
     res = doctor(resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile}), dict(os.environ))
     if args.json:
-        out.file.write(json.dumps({"settings": res.settings, "can_report": res.can_report,
-                                   "checks": [vars(c) for c in res.checks], "capabilities": res.capabilities},
-                                  indent=2) + "\n")
+        _write_json(out, {"settings": res.settings, "can_report": res.can_report,
+                          "checks": [vars(c) for c in res.checks], "capabilities": res.capabilities})
     else:
         doctor_view(res, out)
     return 0 if res.can_report else 1
 
 
-def _apply(args: argparse.Namespace, out: Console, err: Console) -> int:
+def _cmd_apply(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pathlib import Path
 
     from triage_agent.commands.apply import plan, write
@@ -217,32 +232,39 @@ def _apply(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
-def _model_command(args: argparse.Namespace, out: Console, err: Console) -> int:
+def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
     import os
 
-    from triage_agent.commands.report import DryRun, dry_run_json
+    from triage_agent.commands.report import DryRun, report
     from triage_agent.llm.settings import resolve
     from triage_agent.render import jsondoc, terminal
 
     settings = resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
-    env = dict(os.environ)
-    if args.command == "report":
-        from triage_agent.commands.report import report
+    result = report(args.run, settings, offline=args.offline, dry_run=args.dry_run, save=not args.no_save,
+                    env=dict(os.environ))
+    if isinstance(result, DryRun):
+        _write_json(out, result.document())
+        return 0
+    _write_html(result, args.html, err)
+    if args.json:
+        _write_json(out, jsondoc.document(result))
+    else:
+        terminal.render(result, out)
+    for note in result.notes if args.json else []:
+        err.print(f"note: {note}", highlight=False, markup=False)
+    _usage_line(result.source, err)
+    return _fail_code(result, args.fail_on)
 
-        result = report(args.run, settings, offline=args.offline, dry_run=args.dry_run, save=not args.no_save, env=env)
-        if isinstance(result, DryRun):
-            out.file.write(dry_run_json(result) + "\n")
-            return 0
-        _write_html(result, args.html, err)
-        if args.json:
-            out.file.write(jsondoc.dumps(result) + "\n")
-        else:
-            terminal.render(result, out)
-        for note in result.notes if args.json else []:
-            err.print(f"note: {note}", highlight=False, markup=False)
-        _usage_line(result.source, err)
-        return _fail_code(result, args.fail_on)
+
+def _cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import os
+
     from triage_agent.commands.ask import ask
+    from triage_agent.commands.report import DryRun
+    from triage_agent.llm.settings import resolve
+
+    settings = resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
+    env = dict(os.environ)
 
     question = args.question if args.question is not None else (sys.stdin.read() if not sys.stdin.isatty() else "")
 
@@ -259,7 +281,7 @@ def _model_command(args: argparse.Namespace, out: Console, err: Console) -> int:
     result = ask(args.run, question, settings, on_text=on_text, on_tool=on_tool, dry_run=args.dry_run,
                  save=not args.no_save, env=env)
     if isinstance(result, DryRun):
-        out.file.write(dry_run_json(result) + "\n")
+        _write_json(out, result.document())
         return 0
     if not streamed:  # the endpoint could not stream: print the whole answer now
         out.file.write(result.answer)

@@ -8,11 +8,18 @@ answer contract of report.md, written once in `contract.md`) is always available
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from string import Template
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 
 def _folder() -> Traversable:
@@ -25,7 +32,8 @@ def _folder() -> Traversable:
 @cache
 def load(name: str) -> str:
     """The raw text of one prompt file."""
-    return _folder().joinpath(name).read_text(encoding="utf-8")
+    text: str = _folder().joinpath(name).read_text(encoding="utf-8")
+    return text
 
 
 def names() -> list[str]:

@@ -49,7 +49,7 @@ def audit(frame: pd.DataFrame, band: tuple[float, float]) -> FilterAudit:
         band_before=int(inb.sum()),
         band_after=band_after,
         share_before=float(inb.mean()) if len(acc) else 0.0,
-        share_after=(band_after / n_kept if n_kept else 0.0) if kept is not None else None,
+        share_after=(band_after / n_kept if n_kept else 0.0) if band_after is not None else None,
         hist_before=histogram(acc),
         hist_after=histogram(acc[kept]) if kept is not None else None,
         drop_reasons=reasons,

@@ -79,7 +79,8 @@ def covariance(frame: pd.DataFrame, comps: list[str], within_step: bool) -> np.n
         return np.zeros((len(comps), len(comps)))
     if not within_step:
         centered = data - data.mean(axis=0)
-        return centered.T @ centered / len(data)
+        cov: np.ndarray = centered.T @ centered / len(data)
+        return cov
     _, inverse = np.unique(frame["step"].to_numpy()[ok], return_inverse=True)
     counts = np.bincount(inverse).astype(float)
     sums = np.zeros((len(counts), len(comps)))
@@ -90,7 +91,8 @@ def covariance(frame: pd.DataFrame, comps: list[str], within_step: bool) -> np.n
     per_step = np.einsum("ni,nj->nij", centered, centered)
     acc = np.zeros((len(counts), len(comps), len(comps)))
     np.add.at(acc, inverse, per_step)
-    return (acc / counts[:, None, None]).mean(axis=0)
+    mean_cov: np.ndarray = (acc / counts[:, None, None]).mean(axis=0)
+    return mean_cov
 
 
 def shares_from_cov(cov: np.ndarray, comps: list[str], weights: Mapping[str, float]) -> dict[str, float]:

@@ -14,7 +14,8 @@ def _resample(values: np.ndarray, n: int) -> np.ndarray:
     """Put two rounds of different lengths on one progress axis (0..1) for correlation."""
     if len(values) == n:
         return values
-    return np.interp(np.linspace(0, 1, n), np.linspace(0, 1, len(values)), values)
+    out: np.ndarray = np.interp(np.linspace(0, 1, n), np.linspace(0, 1, len(values)), values)
+    return out
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
 
 def rank(x: ArrayLike) -> np.ndarray:
     """Average ranks (ties share the mean rank), as Spearman's rho needs."""
-    return pd.Series(_arr(x)).rank(method="average").to_numpy()
+    ranks: np.ndarray = pd.Series(_arr(x)).rank(method="average").to_numpy(dtype=float)
+    return ranks
 
 
 def spearman(x: ArrayLike, y: ArrayLike) -> float | None:

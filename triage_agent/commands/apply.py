@@ -12,7 +12,7 @@ from typing import Any
 from triage_agent.edits import EditError, edit_text
 from triage_agent.errors import TriageError
 from triage_agent.findings import suggest
-from triage_agent.findings.facts import resolve
+from triage_agent.findings.facts import number, resolve
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
 
@@ -73,7 +73,9 @@ def plan(source: str | Path, run_override: str | None = None) -> ApplyResult:
             text = (run.root / file).read_text(encoding="utf-8")
             texts[file] = (text, text)
         original, current = texts[file]
-        value = int(to) if isinstance(cv.value, int) and float(to).is_integer() else float(to)
+        new = number(to)
+        assert new is not None  # suggest.check accepted it as a finite number
+        value: float | int = int(new) if isinstance(cv.value, int) and new.is_integer() else new
         try:
             texts[file] = (original, edit_text(current, Path(file).suffix.lower(), cv.key, value))
         except EditError as exc:

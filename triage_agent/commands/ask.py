@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from triage_agent.agent import loop, transcript
 from triage_agent.commands.report import DryRun, dry_run_request, make_client, model_source
 from triage_agent.errors import TriageError
@@ -25,7 +23,7 @@ class AskResult:
 
 def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callable[[str], None] | None = None,
         on_tool: Callable[[loop.ToolEvent], None] | None = None, dry_run: bool = False, save: bool = True,
-        env: dict[str, str] | None = None, http_client: httpx.Client | None = None) -> AskResult | DryRun:
+        env: dict[str, str] | None = None) -> AskResult | DryRun:
     if not question.strip():
         raise TriageError("no question given (pass it as an argument or on stdin)")
     base = offline_report(load_run(path))
@@ -33,7 +31,7 @@ def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callabl
         raise TriageError(f"no model endpoint configured: {CONFIGURE_HINT}; `triage inspect` works without one")
     if dry_run:
         return dry_run_request(base, settings, "ask", question)
-    client = make_client(settings, http_client, env)
+    client = make_client(settings, env)
     result = loop.run_agent(base, client, "ask", question, on_text=on_text, on_tool=on_tool)
     source = model_source(settings, client)
     if save:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import httpx
 
@@ -34,125 +35,176 @@ class DoctorResult:
     settings: dict[str, object]
     checks: list[Check] = field(default_factory=list)
     capabilities: dict[str, bool] = field(default_factory=dict)
-    saved_to: str | None = None
 
     @property
     def can_report(self) -> bool:
         return all(c.ok is not False for c in self.checks)
 
 
+@dataclass
+class Probe:
+    """What the steps share: a copy of the settings (the caller's are never changed), the HTTP client,
+    the listed models and, once chat works, the LLM client."""
+
+    settings: Settings
+    http: httpx.Client
+    models: list[str] = field(default_factory=list)
+    client: LLMClient | None = None
+    stop: bool = False  # a failed step that every later step depends on
+
+
+Step = Callable[[Probe], list[Check]]
+
+
 def _models_url(base: str) -> str:
     return base.rstrip("/") + "/models"
 
 
-def doctor(settings: Settings, env: dict[str, str], http_client: httpx.Client | None = None) -> DoctorResult:
-    res = DoctorResult({"base_url": settings.base_url, "model": settings.model, "api_key": mask(settings.api_key),
-                        "profile": settings.profile, "sources": dict(settings.sources)})
-    add = res.checks.append
-    if not settings.configured:
-        add(Check("configuration", False, "no endpoint configured", CONFIGURE_HINT))
-        return res
-    src = settings.sources
-    add(Check("configuration", True, f"base URL {settings.base_url} (from {src.get('base_url')}), model "
-              f"{settings.model or '(not set)'} (from {src.get('model', '-')}), key {mask(settings.api_key)} "
-              f"(from {src.get('api_key', '-')})"))
-    http = http_client or httpx.Client(timeout=httpx.Timeout(settings.timeout, connect=settings.connect_timeout))
-    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-    assert settings.base_url is not None
+def _headers(settings: Settings) -> dict[str, str]:
+    return {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+
+
+def _fail(p: Probe, check: Check) -> list[Check]:
+    p.stop = True
+    return [check]
+
+
+def step_reachable(p: Probe) -> list[Check]:
+    """GET /models: the server answers, the key is accepted, the URL is right; lists the models."""
+    st = p.settings
+    assert st.base_url is not None
     try:
-        resp = http.get(_models_url(settings.base_url), headers=headers)
+        resp = p.http.get(_models_url(st.base_url), headers=_headers(st))
     except httpx.TimeoutException as exc:
         busy = not isinstance(exc, httpx.ConnectTimeout)
-        add(Check("reachable", False, f"{settings.base_url} did not answer within {settings.timeout:g} s "
-                  f"({type(exc).__name__})", "the server is busy or stuck (a long generation?): wait or restart it"
-                  if busy else "server down: start the server or fix the host and port in the base URL"))
-        return res
+        return _fail(p, Check("reachable", False, f"{st.base_url} did not answer within {st.timeout:g} s "
+                              f"({type(exc).__name__})", "the server is busy or stuck (a long generation?): wait or "
+                              "restart it" if busy else "server down: start the server or fix the host and port in "
+                              "the base URL"))
     except httpx.HTTPError as exc:
-        add(Check("reachable", False, f"cannot connect to {settings.base_url} ({type(exc).__name__})",
-                  "server down: start the server or fix the host and port in the base URL"))
-        return res
+        return _fail(p, Check("reachable", False, f"cannot connect to {st.base_url} ({type(exc).__name__})",
+                              "server down: start the server or fix the host and port in the base URL"))
     if resp.status_code in (401, 403):
-        add(Check("reachable", True, f"HTTP {resp.status_code} from {settings.base_url}"))
-        add(Check("authentication", False, f"the endpoint refused the key (HTTP {resp.status_code})",
-                  "wrong key: set OPENAI_API_KEY (or TRIAGE_API_KEY, or the profile's api_key_env) to a valid key"))
-        return res
+        p.stop = True
+        return [Check("reachable", True, f"HTTP {resp.status_code} from {st.base_url}"),
+                Check("authentication", False, f"the endpoint refused the key (HTTP {resp.status_code})",
+                      "wrong key: set OPENAI_API_KEY (or TRIAGE_API_KEY, or the profile's api_key_env) to a valid key")]
     if resp.status_code == 404:
-        fix = "wrong base URL: check the path"
-        try:
-            if not settings.base_url.rstrip("/").endswith("/v1") and \
-                    http.get(_models_url(settings.base_url.rstrip("/") + "/v1"), headers=headers).status_code == 200:
-                fix = f"wrong base URL: add /v1 (use {settings.base_url.rstrip('/')}/v1)"
-        except httpx.HTTPError:
-            pass
-        add(Check("reachable", False, f"{_models_url(settings.base_url)} answered 404", fix))
-        return res
-    add(Check("reachable", True, f"{settings.base_url} answered HTTP {resp.status_code}"))
-    add(Check("authentication", True, "the key was accepted" if settings.api_key else "no key needed"))
+        return _fail(p, Check("reachable", False, f"{_models_url(st.base_url)} answered 404", _url_fix(p)))
     try:
-        models = [m["id"] for m in resp.json().get("data", [])]
+        p.models = [m["id"] for m in resp.json().get("data", [])]
     except (ValueError, AttributeError, KeyError, TypeError):
-        models = []
-    if settings.model is None and models:
-        settings.model = models[0]
-        settings.sources["model"] = "first model the endpoint lists"
-    if settings.model not in models and models:
-        add(Check("model", False, f"model '{settings.model}' is not listed",
-                  f"unknown model: use one of {', '.join(models[:8])} (--model or TRIAGE_MODEL)"))
-        return res
-    add(Check("model", True if models else None, f"'{settings.model}' is listed" if models
-              else "the endpoint lists no models; trying the configured name"))
-    client = LLMClient(settings, http_client=http_client)
+        p.models = []
+    return [Check("reachable", True, f"{st.base_url} answered HTTP {resp.status_code}"),
+            Check("authentication", True, "the key was accepted" if st.api_key else "no key needed")]
+
+
+def _url_fix(p: Probe) -> str:
+    base = (p.settings.base_url or "").rstrip("/")
     try:
-        r = client.chat([{"role": "user", "content": "Reply with the word ok."}], max_tokens=PROBE_TOKENS)
-        add(Check("chat", True, f"minimal request answered ({len(r.content)} characters)"))
+        if not base.endswith("/v1") and p.http.get(_models_url(base + "/v1"),
+                                                  headers=_headers(p.settings)).status_code == 200:
+            return f"wrong base URL: add /v1 (use {base}/v1)"
+    except httpx.HTTPError:
+        pass
+    return "wrong base URL: check the path"
+
+
+def step_model(p: Probe) -> list[Check]:
+    st = p.settings
+    if st.model is None and p.models:
+        p.settings = replace(st, model=p.models[0], sources=st.sources | {"model": "first model the endpoint lists"})
+        st = p.settings
+    if st.model not in p.models and p.models:
+        return _fail(p, Check("model", False, f"model '{st.model}' is not listed",
+                              f"unknown model: use one of {', '.join(p.models[:8])} (--model or TRIAGE_MODEL)"))
+    return [Check("model", True if p.models else None, f"'{st.model}' is listed" if p.models
+                  else "the endpoint lists no models; trying the configured name")]
+
+
+def step_chat(p: Probe) -> list[Check]:
+    p.client = LLMClient(p.settings)
+    try:
+        r = p.client.chat([{"role": "user", "content": "Reply with the word ok."}], max_tokens=PROBE_TOKENS)
     except TriageError as exc:
-        add(Check("chat", False, str(exc), "fix the error above; `triage report` cannot work without chat"))
-        return res
+        return _fail(p, Check("chat", False, str(exc), "fix the error above; `triage report` cannot work without chat"))
+    return [Check("chat", True, f"minimal request answered ({len(r.content)} characters)")]
+
+
+def step_tools(p: Probe) -> list[Check]:
+    client = p.client
+    assert client is not None
     try:
         r = client.chat([{"role": "user", "content": "Call get_run_kind with run='demo'."}], tools=[PROBE_TOOL],
                         max_tokens=PROBE_TOKENS)
-        if client.capabilities.get("tools") is False:
-            add(Check("tool calling", None, "the server rejected `tools`", TOOL_FIX))
-        elif r.tool_calls:
-            client.capabilities["tools"] = True
-            add(Check("tool calling", True, f"the model called {r.tool_calls[0].name}"))
-        else:
-            add(Check("tool calling", None, "tools accepted but the model made no tool call", TOOL_FIX))
     except TriageError as exc:
         client.capabilities["tools"] = False
-        add(Check("tool calling", None, str(exc), TOOL_FIX))
+        return [Check("tool calling", None, str(exc), TOOL_FIX)]
+    if client.capabilities.get("tools") is False:
+        return [Check("tool calling", None, "the server rejected `tools`", TOOL_FIX)]
+    if r.tool_calls:
+        client.capabilities["tools"] = True
+        return [Check("tool calling", True, f"the model called {r.tool_calls[0].name}")]
+    return [Check("tool calling", None, "tools accepted but the model made no tool call", TOOL_FIX)]
+
+
+def step_json_schema(p: Probe) -> list[Check]:
+    client = p.client
+    assert client is not None
     schema = {"type": "json_schema", "json_schema": {"name": "probe", "schema": {
         "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}
     try:
         r = client.chat([{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}],
                         response_format=schema, max_tokens=PROBE_TOKENS)
-        if client.capabilities.get("json_object"):
-            add(Check("JSON-schema output", None, "JSON schemas rejected; plain JSON mode (json_object) used instead"))
-        elif client.capabilities.get("json_schema") is False:
-            add(Check("JSON-schema output", None, "response_format rejected; answers are parsed and repaired"))
-        else:
-            try:
-                json.loads(r.content)
-                client.capabilities["json_schema"] = True
-                add(Check("JSON-schema output", True, "valid JSON returned"))
-            except json.JSONDecodeError:
-                add(Check("JSON-schema output", None, "accepted, but the reply was not JSON; answers will be repaired"))
     except TriageError as exc:
-        add(Check("JSON-schema output", None, str(exc)))
+        return [Check("JSON-schema output", None, str(exc))]
+    if client.capabilities.get("json_object"):
+        return [Check("JSON-schema output", None, "JSON schemas rejected; plain JSON mode (json_object) used instead")]
+    if client.capabilities.get("json_schema") is False:
+        return [Check("JSON-schema output", None, "response_format rejected; answers are parsed and repaired")]
     try:
-        chunks: list[str] = []
+        json.loads(r.content)
+    except json.JSONDecodeError:
+        return [Check("JSON-schema output", None, "accepted, but the reply was not JSON; answers will be repaired")]
+    client.capabilities["json_schema"] = True
+    return [Check("JSON-schema output", True, "valid JSON returned")]
+
+
+def step_streaming(p: Probe) -> list[Check]:
+    client = p.client
+    assert client is not None
+    chunks: list[str] = []
+    try:
         client.chat([{"role": "user", "content": "Reply with the word ok."}], stream=True, on_text=chunks.append,
                     max_tokens=PROBE_TOKENS)
-        if client.capabilities.get("streaming") is False:
-            add(Check("streaming", None, "streaming rejected; `ask` prints the answer when complete"))
-        else:
-            client.capabilities["streaming"] = True
-            add(Check("streaming", True, f"{len(chunks)} chunks received"))
     except TriageError as exc:
-        add(Check("streaming", None, str(exc)))
-    res.capabilities = dict(client.capabilities)
-    res.saved_to = str(capabilities.save(state_dir(env), settings.base_url, settings.model, res.capabilities))
+        return [Check("streaming", None, str(exc))]
+    if client.capabilities.get("streaming") is False:
+        return [Check("streaming", None, "streaming rejected; `ask` prints the answer when complete")]
+    client.capabilities["streaming"] = True
+    return [Check("streaming", True, f"{len(chunks)} chunks received")]
+
+
+STEPS: tuple[Step, ...] = (step_reachable, step_model, step_chat, step_tools, step_json_schema, step_streaming)
+
+
+def doctor(settings: Settings, env: dict[str, str]) -> DoctorResult:
+    res = DoctorResult({"base_url": settings.base_url, "model": settings.model, "api_key": mask(settings.api_key),
+                        "profile": settings.profile, "sources": dict(settings.sources)})
+    if not settings.configured:
+        res.checks.append(Check("configuration", False, "no endpoint configured", CONFIGURE_HINT))
+        return res
+    src = settings.sources
+    res.checks.append(Check("configuration", True, f"base URL {settings.base_url} (from {src.get('base_url')}), model "
+                            f"{settings.model or '(not set)'} (from {src.get('model', '-')}), key "
+                            f"{mask(settings.api_key)} (from {src.get('api_key', '-')})"))
+    http = httpx.Client(timeout=httpx.Timeout(settings.timeout, connect=settings.connect_timeout))
+    probe = Probe(replace(settings, sources=dict(settings.sources), capabilities=dict(settings.capabilities)), http)
+    for step in STEPS:
+        res.checks += step(probe)
+        if probe.stop:
+            return res
+    assert probe.client is not None
+    res.capabilities = dict(probe.client.capabilities)
+    capabilities.save(state_dir(env), probe.settings.base_url, probe.settings.model, res.capabilities)
     return res
-
-
-

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 from triage_agent.agent import answer, loop, tools, transcript
 from triage_agent.errors import TriageError
@@ -23,12 +20,14 @@ class DryRun:
     endpoint: str | None
     request: dict[str, Any]
 
+    def document(self) -> dict[str, Any]:
+        return {"endpoint": self.endpoint, "request": self.request}
 
-def make_client(settings: Settings, http_client: httpx.Client | None = None,
-                env: dict[str, str] | None = None) -> LLMClient:
+
+def make_client(settings: Settings, env: dict[str, str] | None = None) -> LLMClient:
     if env is not None:  # what `triage doctor` learnt about this endpoint; the profile's own list wins
         settings.capabilities = capabilities.load(state_dir(env), settings.base_url, settings.model) | settings.capabilities
-    client = LLMClient(settings, http_client=http_client)
+    client = LLMClient(settings)
     if not settings.model:
         models = client.list_models()
         if not models:
@@ -55,7 +54,7 @@ def dry_run_request(offline: Report, settings: Settings, task: str, question: st
 
 
 def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_run: bool = False,
-           save: bool = True, env: dict[str, str] | None = None, http_client: httpx.Client | None = None,
+           save: bool = True, env: dict[str, str] | None = None,
            progress: Progress | None = None) -> Report | DryRun:
     base = offline_report(load_run(path, progress))
     if offline:
@@ -65,7 +64,7 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
         return base
     if dry_run:
         return dry_run_request(base, settings, "report")
-    client = make_client(settings, http_client, env)
+    client = make_client(settings, env)
     result = loop.run_agent(base, client, "report")
     source = model_source(settings, client)
     if save:
@@ -78,7 +77,3 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
     diagnosis, adjustments, rejected = answer.accept(base.facts, result.answer, known)
     return Report(base.facts, base.findings, diagnosis, adjustments, rejected, source, base.notes,
                   base.troubleshooting)
-
-
-def dry_run_json(d: DryRun) -> str:
-    return json.dumps({"endpoint": d.endpoint, "request": d.request}, indent=2, ensure_ascii=False)

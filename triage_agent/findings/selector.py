@@ -107,7 +107,7 @@ def rule_mismatch(facts: Facts, rules: Rules) -> Finding | None:
     chk = facts.filter_rule_check
     if chk is None or not gt(chk.rate, rules["rule_mismatch_rate"]) or facts.run.filter_stats is None:
         return None
-    easy_cv, uns_cv = facts.config("easy_threshold"), facts.config("unsolvable_threshold")
+    config_cv = facts.config("easy_threshold") or facts.config("unsolvable_threshold")
     return Finding(
         "filter.rule_mismatch", "high",
         f"{chk.n_mismatch} of {chk.n_checked} kept flags ({chk.rate:.1%}) disagree with the config's filter rule",
@@ -115,7 +115,7 @@ def rule_mismatch(facts: Facts, rules: Rules) -> Finding | None:
          "kept_but_should_drop": chk.kept_but_should_drop, "dropped_but_should_keep": chk.dropped_but_should_keep,
          "easy_threshold": facts.number("easy_threshold"), "unsolvable_threshold": facts.number("unsolvable_threshold"),
          "examples": chk.examples, "source": facts.run.filter_stats.source,
-         "config": (easy_cv or uns_cv).file if (easy_cv or uns_cv) else None})
+         "config": config_cv.file if config_cv else None})
 
 
 # -- reward ---------------------------------------------------------------------------------------
@@ -130,7 +130,7 @@ def boundary_suppressed(facts: Facts, rules: Rules) -> Finding | None:
     if not ((ratio is not None and ge(ratio, rules["format_boundary_ratio"]))
             or (share is not None and not ge(share, rules["boundary_share_min"]))):
         return None
-    evidence = {"weights": w, "format_boundary_ratio": rnd(ratio), "boundary_share": rnd(share),
+    evidence: dict[str, Any] = {"weights": w, "format_boundary_ratio": rnd(ratio), "boundary_share": rnd(share),
                 "shares": {k: rnd(v) for k, v in (bal.shares if bal else {}).items()},
                 "approximate": bal.approximate if bal else None,
                 "source": bal.source if bal else (wcv.file if wcv else None)}
@@ -236,7 +236,7 @@ def generator_frozen(facts: Facts, rules: Rules) -> Finding | None:
       cause="Consecutive selector rounds learned the same curves: the alternation is not adding information.")
 def selector_stale(facts: Facts, rules: Rules) -> Finding | None:
     sel = facts.run.rounds_of("selector")
-    stale = []
+    stale: list[dict[str, Any]] = []
     for a, b in zip(sel, sel[1:]):
         if a.history is None or b.history is None:
             continue

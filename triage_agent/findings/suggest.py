@@ -82,10 +82,10 @@ def simulate(facts: Facts, changes: list[tuple[ConfigValue, float]]) -> Simulati
         uns = leaf_new.get("unsolvable_threshold", facts.number("unsolvable_threshold"))
         acc = run.filter_stats.frame["accuracy"].to_numpy(dtype=float)
         out = whatif.filter_outcome(acc, facts.band, easy, uns)
-        pred = {"band_share_after_filter": rnd(out.band_share_after_filter), "kept": out.kept}
-        ok = rules["target_band_share_lo"] <= out.band_share_after_filter <= rules["target_band_share_hi"]
+        filter_pred = {"band_share_after_filter": rnd(out.band_share_after_filter), "kept": out.kept}
+        filter_ok = rules["target_band_share_lo"] <= out.band_share_after_filter <= rules["target_band_share_hi"]
         for leaf in ("easy_threshold", "unsolvable_threshold"):
-            sim.predicted[leaf], sim.meets[leaf] = pred, ok
+            sim.predicted[leaf], sim.meets[leaf] = filter_pred, filter_ok
     # reward weights
     w, wcv = facts.weights, facts.weights_cv
     wchanges = {name.rsplit(".", 1)[-1]: v for name, (cv, v) in by_name.items()

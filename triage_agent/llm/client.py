@@ -1,4 +1,4 @@
-"""The OpenAI SDK over httpx with one retry layer (tenacity) and the endpoint quirks we detect.
+"""The OpenAI SDK with one retry layer (tenacity) and the endpoint quirks we detect.
 
 SDK retries are off; tenacity retries 429 (honouring Retry-After), 5xx and connection
 errors with bounded backoff. Auth, URL, model and timeout errors fail fast as one line.
@@ -15,12 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import openai
 from openai import OpenAI
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from triage_agent.errors import TriageError
+from triage_agent.llm.errors import EndpointError
 from triage_agent.llm.settings import Settings
 
 
@@ -35,7 +34,6 @@ class ToolCall:
 class ChatResult:
     content: str
     tool_calls: list[ToolCall]
-    reasoning: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     usage_estimated: bool = False
@@ -49,6 +47,18 @@ class Usage:
     completion_tokens: int = 0
     estimated: bool = False
     seconds: list[float] = field(default_factory=list)  # wall time of each request, retries included
+
+    def record(self, result: ChatResult, body: dict[str, Any], seconds: float) -> None:
+        """Count one answered request; estimate its tokens when the endpoint reported none."""
+        self.requests += 1
+        self.seconds.append(round(seconds, 3))
+        if result.usage_estimated:
+            result.prompt_tokens = estimate_tokens(body["messages"]) + estimate_tokens(body.get("tools", []))
+            result.completion_tokens = estimate_tokens(result.content) + sum(
+                estimate_tokens(c.arguments) for c in result.tool_calls)
+            self.estimated = True
+        self.prompt_tokens += result.prompt_tokens
+        self.completion_tokens += result.completion_tokens
 
 
 def estimate_tokens(payload: Any) -> int:
@@ -119,51 +129,86 @@ OPTIONAL = [
 ]
 
 
+def build_request(model: str | None, max_tokens: int, capabilities: dict[str, bool], messages: list[dict[str, Any]],
+                  tools: list[dict[str, Any]] | None = None, response_format: dict[str, Any] | None = None,
+                  stream: bool = False) -> dict[str, Any]:
+    """The request body, with the optional features this endpoint is known to reject left out (pure)."""
+    body: dict[str, Any] = {"model": model, "messages": messages,
+                            # a small model in JSON mode can otherwise write until its context is full
+                            "max_tokens": max_tokens}
+    if tools:
+        body["tools"] = tools
+        body["tool_choice"] = "auto"
+    if response_format:
+        body["response_format"] = response_format
+        if capabilities.get("json_schema") is False and capabilities.get("json_object"):
+            body["response_format"] = {"type": "json_object"}
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    for key, capability, _ in OPTIONAL:
+        if key in body and capabilities.get(capability) is False and not (
+                key == "response_format" and body[key].get("type") == "json_object" and capabilities.get("json_object")):
+            body.pop(key)
+    if "tools" in body and "stream" in body and capabilities.get("stream_with_tools") is False:
+        body.pop("stream")
+    if capabilities.get("null_content") is False:
+        body["messages"] = _no_null_content(messages)
+    if "tools" not in body:
+        body.pop("tool_choice", None)
+    if "stream" not in body:
+        body.pop("stream_options", None)
+    return body
+
+
 @dataclass
 class LLMClient:
     settings: Settings
-    http_client: httpx.Client | None = None
     sleep: Callable[[float], None] = time.sleep
     usage: Usage = field(default_factory=Usage)
     capabilities: dict[str, bool] = field(default_factory=dict)
-    log: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.capabilities = dict(self.settings.capabilities) | self.capabilities
-        timeout = httpx.Timeout(self.settings.timeout, connect=self.settings.connect_timeout)
+        # the SDK's own HTTP library's Timeout (openai.Timeout), so the connect timeout reaches the socket
+        timeout = openai.Timeout(self.settings.timeout, connect=self.settings.connect_timeout)
         self.sdk = OpenAI(base_url=self.settings.base_url, api_key=self.settings.api_key or "not-needed",
-                          max_retries=0, timeout=timeout, http_client=self.http_client)
+                          max_retries=0, timeout=timeout)
 
     # -- errors -------------------------------------------------------------------------------
-    def _fail(self, exc: Exception) -> TriageError:
+    def _fail(self, exc: openai.OpenAIError) -> EndpointError:
         base = self.settings.base_url
+        status = getattr(exc, "status_code", None)
+        body = str(exc)
         if isinstance(exc, openai.APITimeoutError):
-            return TriageError(f"the endpoint {base} timed out after {self.settings.timeout:g} s", 3)
+            return EndpointError("timeout", f"the endpoint {base} timed out after {self.settings.timeout:g} s")
         if isinstance(exc, openai.APIConnectionError):
-            return TriageError(f"cannot reach {base}: is the server running?", 3)
-        if isinstance(exc, openai.AuthenticationError) or getattr(exc, "status_code", None) in (401, 403):
-            return TriageError(f"{base} refused the API key (HTTP {getattr(exc, 'status_code', 401)}): check "
-                               "OPENAI_API_KEY / TRIAGE_API_KEY", 3)
+            return EndpointError("unreachable", f"cannot reach {base}: is the server running?")
+        if isinstance(exc, openai.AuthenticationError) or status in (401, 403):
+            return EndpointError("auth", f"{base} refused the API key (HTTP {status or 401}): check "
+                                 "OPENAI_API_KEY / TRIAGE_API_KEY", status, body)
         if isinstance(exc, openai.NotFoundError):
-            if "model" in str(exc).lower():
+            if "model" in body.lower():
                 models = self.list_models()
                 listed = ", ".join(models[:10]) if models else "none listed"
-                return TriageError(f"model '{self.settings.model}' not found at {base}; available: {listed}", 3)
-            return TriageError(f"{base} answered 404: check the base URL (it usually ends in /v1)", 3)
+                return EndpointError("model_not_found",
+                                     f"model '{self.settings.model}' not found at {base}; available: {listed}", 404, body)
+            return EndpointError("not_found", f"{base} answered 404: check the base URL (it usually ends in /v1)",
+                                 404, body)
         if isinstance(exc, openai.RateLimitError):
-            return TriageError(f"{base} kept rate-limiting (HTTP 429) after {self.settings.max_attempts} attempts", 3)
+            return EndpointError("rate_limited", f"{base} kept rate-limiting (HTTP 429) after "
+                                 f"{self.settings.max_attempts} attempts", 429, body)
         if isinstance(exc, openai.APIStatusError):
-            err = TriageError(f"{base} failed with HTTP {exc.status_code} after retries: {_short(exc)}", 3)
-            err.detail = f"http {exc.status_code} {exc}"  # type: ignore[attr-defined]
-            return err
-        return TriageError(f"request to {base} failed: {exc}", 3)
+            return EndpointError("server", f"{base} failed with HTTP {exc.status_code} after retries: {_short(exc)}",
+                                 exc.status_code, body)
+        return EndpointError("failed", f"request to {base} failed: {exc}")
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         after = _retry_after(exc) if exc else None
         if after is not None:
             return after
-        return min(self.settings.retry_wait * 2 ** (state.attempt_number - 1), 30.0)
+        return min(self.settings.retry_wait * 2.0 ** (state.attempt_number - 1), 30.0)
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         retrying = Retrying(retry=retry_if_exception(_retryable), stop=stop_after_attempt(self.settings.max_attempts),
@@ -184,70 +229,43 @@ class LLMClient:
              response_format: dict[str, Any] | None = None, stream: bool = False,
              on_text: Callable[[str], None] | None = None, max_tokens: int | None = None) -> ChatResult:
         """One chat request; rejected optional features are dropped, remembered, and the request resent."""
-        body: dict[str, Any] = {"model": self.settings.model, "messages": messages,
-                                # a small model in JSON mode can otherwise write until its context is full
-                                "max_tokens": max_tokens or self.settings.max_tokens}
-        if tools:
-            body["tools"] = tools
-            body["tool_choice"] = "auto"
-        if response_format:
-            body["response_format"] = response_format
-        if stream:
-            body["stream"] = True
-            body["stream_options"] = {"include_usage": True}
-        if response_format and self.capabilities.get("json_schema") is False and self.capabilities.get("json_object"):
-            body["response_format"] = {"type": "json_object"}
-        for key, capability, _ in OPTIONAL:
-            if key in body and self.capabilities.get(capability) is False and not (
-                    key == "response_format" and body[key].get("type") == "json_object"
-                    and self.capabilities.get("json_object")):
-                body.pop(key)
-        if "tools" in body and "stream" in body and self.capabilities.get("stream_with_tools") is False:
-            body.pop("stream")
-        if self.capabilities.get("null_content") is False:
-            body["messages"] = _no_null_content(messages)
-        if "tools" not in body:
-            body.pop("tool_choice", None)
-        if "stream" not in body:
-            body.pop("stream_options", None)
+        body = build_request(self.settings.model, max_tokens or self.settings.max_tokens, self.capabilities, messages,
+                             tools, response_format, stream)
         started = time.perf_counter()
-        while True:
-            try:
-                result = self._call(lambda: self._send(body, on_text))
-                if result.empty_stream and "tools" in body:
-                    # a 200 with no events: the server cannot stream while tools are offered; ask again, unstreamed
-                    self.capabilities["stream_with_tools"] = False
-                    body.pop("stream", None)
-                    body.pop("stream_options", None)
-                    continue
-                break
-            except TriageError as err:
-                dropped = self._drop_rejected(body, (getattr(err, "detail", None) or str(err)).lower())
-                if not dropped:
-                    raise
+        result = self._send_with_fallbacks(body, on_text)
         if "tools" in body:
             self.capabilities.setdefault("tools", True)
-        if "tools" in body and not result.tool_calls and result.content:
-            names = {t["function"]["name"] for t in body["tools"]}
-            leaked = leaked_tool_calls(result.content, names)
-            if leaked:
-                self.capabilities["tool_calls_in_content"] = True
-                result.tool_calls, result.content = leaked, ""
-        self.usage.requests += 1
-        self.usage.seconds.append(round(time.perf_counter() - started, 3))
-        if result.usage_estimated:
-            result.prompt_tokens = estimate_tokens(body["messages"]) + estimate_tokens(body.get("tools", []))
-            result.completion_tokens = estimate_tokens(result.content) + sum(
-                estimate_tokens(c.arguments) for c in result.tool_calls)
-            self.usage.estimated = True
-        self.usage.prompt_tokens += result.prompt_tokens
-        self.usage.completion_tokens += result.completion_tokens
+            if not result.tool_calls and result.content:
+                names = {t["function"]["name"] for t in body["tools"]}
+                leaked = leaked_tool_calls(result.content, names)
+                if leaked:
+                    self.capabilities["tool_calls_in_content"] = True
+                    result.tool_calls, result.content = leaked, ""
+        self.usage.record(result, body, time.perf_counter() - started)
         return result
 
-    def _drop_rejected(self, body: dict[str, Any], cause: str) -> bool:
-        """A 400 that names an optional feature: drop it from the request and remember it for the session."""
-        if not re.search(r"http [45]\d\d", cause):
+    def _send_with_fallbacks(self, body: dict[str, Any], on_text: Callable[[str], None] | None) -> ChatResult:
+        """Send; on a rejection that names an optional feature, drop it and send again."""
+        while True:
+            try:
+                result: ChatResult = self._call(lambda: self._send(body, on_text))
+            except EndpointError as err:
+                if not self._drop_rejected(body, err):
+                    raise
+                continue
+            if result.empty_stream and "tools" in body:
+                # a 200 with no events: the server cannot stream while tools are offered; ask again, unstreamed
+                self.capabilities["stream_with_tools"] = False
+                body.pop("stream", None)
+                body.pop("stream_options", None)
+                continue
+            return result
+
+    def _drop_rejected(self, body: dict[str, Any], err: EndpointError) -> bool:
+        """A rejection that names an optional feature: drop it from the request and remember it for the session."""
+        if err.status is None or not 400 <= err.status < 600:
             return False
+        cause = err.body.lower()
         if "content" in cause and "valid string" in cause and self.capabilities.get("null_content") is not False:
             # the server wants a string where an assistant tool-call message has `content: null`
             self.capabilities["null_content"] = False
@@ -277,14 +295,13 @@ class LLMClient:
                 return self._stream(body, extra, on_text)
             resp = self.sdk.chat.completions.create(model=body["model"], messages=body["messages"], **extra)
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-            err = TriageError(f"{self.settings.base_url} refused the request (HTTP {exc.status_code}): {_short(exc)}", 3)
-            err.detail = f"http {exc.status_code} {exc}"  # type: ignore[attr-defined]
-            raise err from None
+            raise EndpointError("rejected", f"{self.settings.base_url} refused the request (HTTP {exc.status_code}): "
+                                f"{_short(exc)}", exc.status_code, str(exc)) from None
         return self._parse(resp)
 
     def _parse(self, resp: Any) -> ChatResult:
         if not getattr(resp, "choices", None):
-            raise TriageError(f"{self.settings.base_url} returned no choices", 3)
+            raise EndpointError("bad_response", f"{self.settings.base_url} returned no choices")
         msg = resp.choices[0].message
         calls = []
         for i, tc in enumerate(msg.tool_calls or []):
@@ -294,9 +311,8 @@ class LLMClient:
                 self.capabilities["arguments_as_object"] = True
                 args = json.dumps(args)
             calls.append(ToolCall(getattr(tc, "id", None) or f"call_{i}", fn.name, args or "{}"))
-        reasoning = getattr(msg, "reasoning_content", None) or (msg.model_extra or {}).get("reasoning_content")
         usage = getattr(resp, "usage", None)
-        return ChatResult(msg.content or "", calls, reasoning,
+        return ChatResult(msg.content or "", calls,
                           getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0,
                           usage is None)
 
@@ -327,7 +343,7 @@ class LLMClient:
                     a = tc.function.arguments
                     slot["args"] += a if isinstance(a, str) else json.dumps(a)
         tool_calls = [ToolCall(v["id"] or f"call_{k}", v["name"], v["args"] or "{}") for k, v in sorted(calls.items())]
-        return ChatResult("".join(text), tool_calls, None, getattr(usage, "prompt_tokens", 0) or 0,
+        return ChatResult("".join(text), tool_calls, getattr(usage, "prompt_tokens", 0) or 0,
                           getattr(usage, "completion_tokens", 0) or 0, usage is None, empty_stream=events == 0)
 
 

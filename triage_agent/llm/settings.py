@@ -72,7 +72,8 @@ def _load_config(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        doc: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        return doc
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise TriageError(f"{path}: unreadable config ({exc})") from exc
 

@@ -54,7 +54,7 @@ def _plots(report: Report) -> list[str]:
         out.append(plots.line_chart("Proxy reward vs gold pass rate",
                                     {"proxy reward": (f["step"], f["proxy_reward"]),
                                      "gold pass rate": (f["step"], f["gold_pass_rate"])},
-                                    f"step · {run.eval_history.source}"))
+                                    f"step · {facts.eval_frame.source}"))
     rel = facts.reliability
     if run.solver_scores is not None and rel is not None:
         out.append(plots.reliability_diagram(f"Solver reliability, ECE {rel.ece:.3f}", rel.bins,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -54,8 +53,5 @@ def document(report: Report) -> dict[str, Any]:
         "source": report.source,
         "notes": report.notes,
     }
-    return _clean(doc)
-
-
-def dumps(report: Report) -> str:
-    return json.dumps(document(report), indent=2, ensure_ascii=False)
+    cleaned: dict[str, Any] = _clean(doc)
+    return cleaned

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from html import escape
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +62,7 @@ def _svg(parts: list[str], label: str) -> str:
             f'aria-label="{escape(label)}" class="plot">' + "".join(parts) + "</svg>")
 
 
-def line_chart(title: str, series: dict[str, tuple[Sequence[float], Sequence[float]]], xlabel: str = "step",
+def line_chart(title: str, series: dict[str, tuple[Any, Any]], xlabel: str = "step",
                hline: tuple[float, str] | None = None, y_range: tuple[float, float] | None = None) -> str:
     thinned = {k: _thin(np.asarray(x, float), np.asarray(y, float)) for k, (x, y) in series.items()}
     xs = np.concatenate([x for x, _ in thinned.values()] or [np.zeros(1)])
@@ -74,9 +74,9 @@ def line_chart(title: str, series: dict[str, tuple[Sequence[float], Sequence[flo
         y = f.py(hline[0])
         parts.append(f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{W - PAD_R}" y2="{y:.1f}" class="target"/>'
                      f'<text x="{W - PAD_R - 2}" y="{y - 4:.1f}" text-anchor="end" class="l">{escape(hline[1])}</text>')
-    for i, (name, (x, y)) in enumerate(thinned.items()):
+    for i, (name, (xv, yv)) in enumerate(thinned.items()):
         color = COLORS[i % len(COLORS)]
-        pts = " ".join(f"{f.px(a):.1f},{f.py(b):.1f}" for a, b in zip(x, y))
+        pts = " ".join(f"{f.px(a):.1f},{f.py(b):.1f}" for a, b in zip(xv, yv))
         parts.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="1.5"/>')
         parts.append(f'<text x="{PAD_L + 8 + 110 * i}" y="{PAD_T - 8}" style="fill:{color}" class="l">{escape(name)}</text>')
     return _svg(parts, title)

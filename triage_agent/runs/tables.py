@@ -15,6 +15,7 @@ import math
 import mmap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -96,7 +97,7 @@ def _jsonl_line_numbers(path: Path, rows: int) -> range | list[int]:
     return numbers
 
 
-def iter_json_objects(path: Path, rel: str, errors: list[ParseError]) -> Iterator[tuple[int, dict]]:
+def iter_json_objects(path: Path, rel: str, errors: list[ParseError]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every JSON-object line; bad lines go to `errors` with their location."""
     with path.open("rb") as fh:
         for i, raw in enumerate(fh, start=1):

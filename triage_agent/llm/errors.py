@@ -1,0 +1,21 @@
+"""The one error an endpoint failure becomes: what kind, the HTTP status, the body the server sent."""
+
+from __future__ import annotations
+
+from triage_agent.errors import TriageError
+
+# timeout, unreachable, auth, not_found, model_not_found, rate_limited, server, rejected, bad_response, failed
+KINDS = ("timeout", "unreachable", "auth", "not_found", "model_not_found", "rate_limited", "server", "rejected",
+         "bad_response", "failed")
+
+
+class EndpointError(TriageError):
+    """An endpoint failure; exit code 3. `body` is the server's text, kept for the fallback logic, never printed."""
+
+    def __init__(self, kind: str, message: str, status: int | None = None, body: str = "") -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown endpoint error kind {kind}")
+        super().__init__(message, 3)
+        self.kind = kind
+        self.status = status
+        self.body = body
