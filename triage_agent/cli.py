@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from triage_agent import __version__
 from triage_agent.errors import TriageError
 from triage_agent.findings.model import SEVERITIES
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXAMPLES = {
     "inspect": "example: triage inspect sample_runs/boundary_collapse --json --fail-on high",
@@ -113,6 +114,8 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
     if getattr(args, "func", None) is None:
         _parser().print_help()
         return 2
+    from rich.console import Console
+
     out = stdout or Console(soft_wrap=False)
     err = stderr or Console(stderr=True, soft_wrap=True)
     try:

@@ -94,7 +94,7 @@ def _continues(tb: _Traceback, text: str, lineno: int) -> bool:
     return False
 
 
-def scan_log(path: Path, rel: str, keep_metrics: bool = True) -> LogScan:
+def scan_log(path: Path, rel: str) -> LogScan:
     scan = LogScan(path=rel)
     tb: _Traceback | None = None
     last_crash: CrashInfo | None = None
@@ -125,13 +125,12 @@ def scan_log(path: Path, rel: str, keep_metrics: bool = True) -> LogScan:
                     scan.last_step = row["step"]
                     scan.last_step_line = lineno
                     last_crash_after_progress = last_crash is not None
-                    if keep_metrics:
-                        kept = {k: v for k, v in row.items() if k == "step" or k.startswith(KEEP_PREFIXES)}
-                        if scan.metric_steps % stride == 0:
-                            scan.metric_rows.append(kept)
-                        if len(scan.metric_rows) >= MAX_METRIC_ROWS:
-                            scan.metric_rows = scan.metric_rows[::2]
-                            stride *= 2
+                    kept = {k: v for k, v in row.items() if k == "step" or k.startswith(KEEP_PREFIXES)}
+                    if scan.metric_steps % stride == 0:
+                        scan.metric_rows.append(kept)
+                    if len(scan.metric_rows) >= MAX_METRIC_ROWS:
+                        scan.metric_rows = scan.metric_rows[::2]
+                        stride *= 2
                     continue
             if b"%|" in raw:
                 for seg in text.split("\r"):

@@ -1,0 +1,164 @@
+"""The registries and boundaries the rest of the code is built on, held to the spec and the README."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tests.conftest import REPO
+from triage_agent.agent import prompts, tools
+from triage_agent.commands.inspect import inspect
+from triage_agent.findings.engine import REGISTRY
+from triage_agent.findings.facts import resolve
+from triage_agent.findings.rules import DEFAULTS
+from triage_agent.render import html, jsondoc, terminal
+from triage_agent.runs import formats
+from triage_agent.runs.load import load_run
+
+SPEC = REPO.parent / "shared" / "spec"
+
+
+def _readme_section(title: str) -> str:
+    text = (REPO / "README.md").read_text()
+    start = text.index(f"## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def _spec_ids(name: str) -> set[str]:
+    text = (SPEC / name).read_text()
+    return set(re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \|", text, re.M))
+
+
+def test_every_registered_finding_has_cause_family_and_known_thresholds():
+    for rid, rule in REGISTRY.items():
+        assert rule.cause.strip().endswith("."), rid
+        assert rule.family in ("selector-generator", "solver-calibration", "any", "trainer"), rid
+        assert set(rule.thresholds) <= set(DEFAULTS), (rid, set(rule.thresholds) - set(DEFAULTS))
+    read = {t for rule in REGISTRY.values() for t in rule.thresholds}
+    assert set(DEFAULTS) - read == set(), "thresholds no rule declares"
+
+
+def test_registered_ids_match_the_readme_list():
+    listed = set(re.findall(r"`([a-z_]+\.[a-z_]+)`", _readme_section("Findings")))
+    assert listed == set(REGISTRY)
+
+
+@pytest.mark.skipif(not SPEC.is_dir(), reason="shared/spec is not beside the checkout")
+def test_registered_ids_match_the_spec():
+    v1 = _spec_ids("findings.md")
+    assert v1 <= set(REGISTRY), v1 - set(REGISTRY)
+    specified = v1 | (_spec_ids("trainer-findings.md") if (SPEC / "trainer-findings.md").exists() else set())
+    assert set(REGISTRY) <= specified, set(REGISTRY) - specified
+
+
+def test_readme_tool_list_is_the_code_s():
+    text = _readme_section("Use")
+    block = text[text.index("local tools ("):]
+    block = block[:block.index(")")]
+    assert re.findall(r"`(\w+)`", block) == [fn.__name__ for fn in tools.TOOLS]
+
+
+def test_formats_are_registered_once_and_discovery_names_none_of_them():
+    names = [f.name for f in formats.FORMATS]
+    assert len(names) == len(set(names)) and formats.BY_NAME.keys() == set(names)
+    for module in ("discover.py", "load.py"):
+        source = (REPO / "triage_agent" / "runs" / module).read_text()
+        for name in names:
+            assert f'"{name}"' not in source, (module, name)
+
+
+def test_a_tool_that_raises_becomes_an_error_result(monkeypatch):
+    facts = resolve(load_run(REPO / "sample_runs" / "few_rollouts"))
+    got = tools.call(facts, "rollout_reliability", {"rollouts": 100000})
+    assert got.output is None and "between 1 and" in (got.error or "")
+
+    def broken(facts):  # noqa: ARG001
+        """A tool with a bug."""
+        return {"x": 1 / 0}
+
+    monkeypatch.setitem(tools.BY_NAME, "run_overview", broken)
+    got = tools.call(facts, "run_overview", {})
+    assert got.output is None and got.error is not None and "ZeroDivisionError" in got.error
+    assert got.text.startswith("error: ")
+
+
+def test_ece_bins_override_reaches_every_view(make_run):
+    # scores 0.1, 0.2 (bin [0, 0.5)) and 0.8, 0.9 (bin [0.5, 1]) all fail gold:
+    # ECE = 0.5 * |0.15 - 0| + 0.5 * |0.85 - 0| = 0.5 (worked by hand)
+    root = make_run({
+        "solver_scores.jsonl": [{"step": 1, "sample_id": f"s{i}", "score": s, "gold_pass": False}
+                                for i, s in enumerate([0.1, 0.2, 0.8, 0.9])],
+        "triage.toml": "[rules]\nece_bins = 2\n"})
+    report = inspect(root)
+    doc = jsondoc.document(report)
+    mis = next(f for f in doc["findings"] if f["id"] == "calibration.miscalibrated")
+    assert mis["evidence"]["ece"] == pytest.approx(0.5)
+    assert [(b["lo"], b["n"]) for b in mis["evidence"]["bins"]] == [(0.0, 2), (0.5, 2)]
+    buf = io.StringIO()
+    terminal.render(report, Console(file=buf, width=200))
+    table = buf.getvalue()[buf.getvalue().index("Reliability"):]
+    assert re.findall(r"│ (\d\.\d-\d\.\d) ", table) == ["0.0-0.5", "0.5-1.0"]
+    page = html.render(report)
+    assert page.count("<title>n=2 gold rate 0.00</title>") == 2  # one bar per bin, two bins
+    assert "ECE 0.500" in page
+
+
+def test_every_prompt_renders_and_a_misspelt_placeholder_fails(tmp_path, monkeypatch):
+    values = {"repair.md": {"problem": "x"}, "inline_tools.md": {"results": "{}"}}
+    for name in prompts.names():
+        text = prompts.render(name, **values.get(name, {}))
+        assert "$" not in text, name
+    # the contract is written once and inserted where needed
+    assert prompts.render("report.md").count('"diagnosis": [') == 1 and "$contract" in prompts.load("report.md")
+    (tmp_path / "bad.md").write_text("Your last message was not valid: $problm\n")
+    (tmp_path / "contract.md").write_text(prompts.load("contract.md"))
+    monkeypatch.setattr(prompts, "_folder", lambda: tmp_path)
+    prompts.load.cache_clear()
+    try:
+        with pytest.raises(KeyError):
+            prompts.render("bad.md", problem="x")
+    finally:
+        prompts.load.cache_clear()
+
+
+def test_the_wheel_carries_every_prompt(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(wheels), str(REPO)], check=True, capture_output=True)
+    (wheel,) = wheels.glob("triage_agent-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    subprocess.run([py, "-m", "pip", "install", "--no-deps", "-q", str(wheel)], check=True, capture_output=True)
+    script = ("import json; from triage_agent.agent import prompts; "
+              "print(json.dumps({n: len(prompts.render(n, problem='p', results='{}')) for n in prompts.names()}))")
+    out = subprocess.run([py, "-c", script], check=True, capture_output=True, text=True, cwd=tmp_path).stdout
+    got = json.loads(out)
+    assert sorted(got) == sorted(p.name for p in (REPO / "prompts").glob("*.md"))
+    assert all(n > 0 for n in got.values())
+
+
+def test_help_imports_nothing_heavy_and_makes_no_console():
+    script = ("import sys\nfrom triage_agent.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+              "print(sorted(m for m in ('pandas', 'numpy', 'pyarrow', 'openai', 'rich', 'httpx', 'yaml') "
+              "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_readme_says_where_each_kind_of_change_goes():
+    arch = _readme_section("Architecture")
+    for change in ("a finding", "a trainer format", "an agent tool", "a command"):
+        assert change in arch, change
+    for path in Path(REPO / "triage_agent").iterdir():
+        if path.is_dir() and not path.name.startswith("__"):
+            assert f"{path.name}/" in arch, path.name
