@@ -152,3 +152,14 @@ def test_apply_default_is_a_diff_and_writes_nothing(tmp_path):
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0
     assert "-  rollouts_per_question: 4" in proc.stdout and "+  rollouts_per_question: 5" in proc.stdout
+
+
+def test_doctor_leaves_the_given_settings_unchanged(tmp_path):
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    given = Settings(base_url=None, retry_wait=0.01)
+    with ScriptedServer(healthy_script()) as srv:
+        given.base_url = srv.base_url
+        before = (given.model, dict(given.sources), dict(given.capabilities))
+        res = doctor(given, env)
+    assert res.can_report
+    assert (given.model, dict(given.sources), dict(given.capabilities)) == before  # model None, nothing learnt

@@ -69,3 +69,21 @@ def test_openai_key_alone_means_openai(tmp_path):
     s = resolve({}, {"XDG_CONFIG_HOME": str(tmp_path), "OPENAI_API_KEY": "sk-abc"})
     assert s.base_url == "https://api.openai.com/v1"
     assert not resolve({}, {"XDG_CONFIG_HOME": str(tmp_path)}).configured
+
+
+def test_request_builder_leaves_out_what_the_endpoint_rejected():
+    from triage_agent.llm.client import build_request
+
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": []}]
+    tool = [{"type": "function", "function": {"name": "t", "parameters": {}}}]
+    schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}
+    full = build_request("m", 64, {}, msgs, tool, schema, stream=True)
+    assert sorted(full) == ["max_tokens", "messages", "model", "response_format", "stream", "stream_options",
+                            "tool_choice", "tools"]
+    caps = {"tool_choice": False, "json_schema": False, "json_object": True, "stream_with_tools": False,
+            "null_content": False}
+    body = build_request("m", 64, caps, msgs, tool, schema, stream=True)
+    assert "tool_choice" not in body and "stream" not in body and "stream_options" not in body
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["messages"][1]["content"] == "" and msgs[1]["content"] is None  # the caller's list is untouched
+    assert "tools" not in build_request("m", 64, {"tools": False}, msgs, tool)
