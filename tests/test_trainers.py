@@ -25,8 +25,8 @@ def test_trl_keys_are_mapped(make_run):
     m = run.metrics.frame
     assert m["step"].tolist() == [1, 2, 3, 4, 5]  # eval and summary rows kept apart
     assert m["reward"].tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
-    assert m["reward_std"].iloc[0] == 0.5 and m["frac_reward_zero_std"].iloc[0] == 0.25
-    assert m["clipped_ratio"].iloc[0] == 0.1 and m["completion_length"].tolist()[:2] == [101, 102]
+    assert m["reward_std"].iloc[0] == 0.5 and m["zero_std_share"].iloc[0] == 0.25
+    assert m["clipped_share"].iloc[0] == 0.1 and m["length"].tolist()[:2] == [101, 102]
     assert m["kl"].iloc[-1] == pytest.approx(0.05) and m["entropy"].iloc[-1] == pytest.approx(0.5)
     (policy,) = run.rounds
     assert sorted(c for c in policy.history.frame.columns) == ["acc_fn", "format_fn", "step", "total"]
@@ -37,7 +37,7 @@ def test_trl_keys_are_mapped(make_run):
 def test_trl_older_completion_length_key(make_run):
     rows = [{"step": s, "completion_length": 50.0, "reward": 0.1} for s in range(1, 4)]
     run = load_run(make_run({"training_logs.json": trl_state(rows)}))
-    assert run.metrics.frame["completion_length"].tolist() == [50.0, 50.0, 50.0]
+    assert run.metrics.frame["length"].tolist() == [50.0, 50.0, 50.0]
 
 
 @pytest.mark.parametrize(("clipped", "zero_std", "expected"), [
@@ -67,8 +67,8 @@ def test_verl_console_lines(make_run):
     m = run.metrics.frame
     assert m["step"].tolist() == [1, 2, 3]
     assert m["reward"].tolist() == pytest.approx([0.1, 0.2, 0.3])
-    assert m["completion_length"].tolist() == [100, 200, 300]
-    assert m["clipped_ratio"].tolist() == [0.5] * 3
+    assert m["length"].tolist() == [100, 200, 300]
+    assert m["clipped_share"].tolist() == [0.5] * 3
     assert m["entropy"].iloc[0] == 0.9 and m["kl"].iloc[0] == 0.01
     (scan,) = run.logs
     assert (scan.metric_steps, scan.last_step, scan.last_step_line, scan.crash) == (3, 3, 4, None)
@@ -148,7 +148,7 @@ def test_traceback_followed_by_progress_is_not_a_crash(make_run):
 
 
 def test_logged_traceback_is_a_handled_error(make_run):
-    log = ("ERROR:2026-03-26 21:59:41,526:Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+    log = ("step:1 - critic/score/mean:0.5\nERROR:2026-03-26 21:59:41,526:Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
            "TypeError: cannot unpack\nnext line\n")
     run = load_run(make_run({"w.log": log}))
     assert run.logs[0].crash is None and run.logs[0].handled_tracebacks == 1
@@ -197,5 +197,5 @@ def test_real_runs(name):
         assert rep.run.metrics.frame["step"].tolist() == [1, 2]
         assert rep.run.metrics.frame["reward"].tolist() == pytest.approx([0.6530305743217468, 0.6419896483421326])
     if name.startswith("trl"):
-        assert rep.run.metrics.frame["clipped_ratio"].iloc[-1] == 1.0
+        assert rep.run.metrics.frame["clipped_share"].iloc[-1] == 1.0
     json.dumps([f.evidence for f in rep.findings])

@@ -30,7 +30,7 @@ def _tail_mean(facts: Facts, column: str, fraction: float) -> tuple[float, int] 
             "or too hard for the policy.")
 def zero_variance_groups(facts: Facts, rules: Rules) -> Finding | None:
     frac = rules["tail_fraction"]
-    zs = _tail_mean(facts, "frac_reward_zero_std", frac)
+    zs = _tail_mean(facts, "zero_std_share", frac)
     if zs is None or not ge(zs[0], rules["zero_std_share_max"]) or facts.run.metrics is None:
         return None
     return Finding(
@@ -43,11 +43,11 @@ def zero_variance_groups(facts: Facts, rules: Rules) -> Finding | None:
       cause="Completions are cut at the length limit, so rewards are computed on cut-off answers.")
 def truncated(facts: Facts, rules: Rules) -> Finding | None:
     frac = rules["tail_fraction"]
-    tr = _tail_mean(facts, "clipped_ratio", frac)
+    tr = _tail_mean(facts, "clipped_share", frac)
     if tr is None or not ge(tr[0], rules["truncated_share"]) or facts.run.metrics is None:
         return None
     sev = "high" if ge(tr[0], rules["truncated_share_high"]) else "medium"
-    length = _tail_mean(facts, "completion_length", frac)
+    length = _tail_mean(facts, "length", frac)
     return Finding(
         "generation.truncated", sev,
         f"{tr[0]:.0%} of completions hit the length limit over the last {frac:.0%} of steps",

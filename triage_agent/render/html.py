@@ -61,7 +61,7 @@ def _plots(report: Report) -> list[str]:
                                              f"solver score (normalised) · {run.solver_scores.source}"))
     if run.metrics is not None:
         m = run.metrics.frame
-        cols = [c for c in ("reward", "clipped_ratio", "frac_reward_zero_std", "entropy") if c in m.columns]
+        cols = [c for c in ("reward", "clipped_share", "zero_std_share", "entropy") if c in m.columns]
         if cols and len(m) > 1:
             out.append(plots.line_chart("Trainer metrics", {c: (m["step"], m[c]) for c in cols},
                                         f"step · {run.metrics.source}"))

@@ -72,7 +72,7 @@ def metrics_table(report: Report) -> Table | None:
     if run.metrics is None or len(run.metrics.frame) < 2:
         return None
     frame = run.metrics.frame
-    cols = [c for c in ("reward", "reward_std", "frac_reward_zero_std", "clipped_ratio", "completion_length", "kl",
+    cols = [c for c in ("reward", "reward_std", "zero_std_share", "clipped_share", "length", "kl",
                         "entropy", "loss") if c in frame.columns and frame[c].notna().sum() >= 2]
     if not cols:
         return None

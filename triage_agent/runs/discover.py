@@ -22,6 +22,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 MAX_DEPTH = 4  # spec: search recursively, depth <= 4
+# configs by name beyond the spec's `configs/` and `*config*`: ms-swift's args.json, HF's training_args.json
+CONFIG_NAMES = ("args.json", "training_args.json", "sft_args.json")
 TABLE_ROLES = ("filter_stats", "reward_history", "reward_samples", "eval_history", "solver_scores",
                "calibration_events", "perturbations")
 ROUND_ROLES = ("reward_history", "reward_samples", "round_meta")
@@ -77,7 +79,8 @@ def _walk(root: Path) -> list[Path]:
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         depth = len(Path(dirpath).relative_to(root).parts)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and depth < MAX_DEPTH)
+        # hidden folders are skipped, except Hydra's (verl writes its resolved config to .hydra/config.yaml)
+        dirnames[:] = sorted(d for d in dirnames if (not d.startswith(".") or d == ".hydra") and depth < MAX_DEPTH)
         for name in sorted(filenames):
             if not name.startswith("."):
                 out.append(Path(dirpath) / name)
@@ -103,7 +106,8 @@ def classify(path: Path, rel: str) -> str | None:
     for fmt in FORMATS:
         if fmt.sniff(path, rel):
             return fmt.name
-    if suffix in CONFIG_SUFFIXES and ("configs" in parts[:-1] or "config" in name):
+    if suffix in CONFIG_SUFFIXES and ("configs" in parts[:-1] or "config" in name or name in CONFIG_NAMES
+                                      or ".hydra" in parts[:-1] or (len(parts) == 1 and suffix in (".yaml", ".yml"))):
         return "config"
     return None
 

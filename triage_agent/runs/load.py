@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,8 @@ import pandas as pd
 from triage_agent.errors import TriageError
 from triage_agent.runs import discover as disc
 from triage_agent.runs.configs import load_config
-from triage_agent.runs.formats import BY_NAME
-from triage_agent.runs.formats.canonical import canonicalize
+from triage_agent.runs.formats import BY_NAME, FormatRead
+from triage_agent.runs.formats.canonical import Canonical, canonicalize, validation_series
 from triage_agent.runs.model import ParseError, Round, Run, SourceFile, Table
 from triage_agent.runs.tables import normalize, read_table
 
@@ -31,18 +33,24 @@ def _round_key(found: disc.Found, fallback: dict[str, int]) -> tuple[str, int]:
     return "run", fallback[parent]
 
 
-def load_run(path: str | Path, progress: Progress | None = None) -> Run:
+def load_run(path: str | Path, progress: Progress | None = None, now: float | None = None) -> Run:
+    """Read a run folder. `now` is the clock that `run.in_progress` compares file times with."""
     root = Path(path)
     manifest, errors = disc.load_manifest(root) if root.is_dir() else (disc.Manifest(), [])
     found, notes = disc.discover(root, manifest)
     run = Run(root=root, kind="generic", parse_errors=list(errors), notes=notes,
-              rule_overrides=dict(manifest.rules))
+              rule_overrides=dict(manifest.rules), now=time.time() if now is None else now)
     rounds: dict[tuple[str, int], Round] = {}
     fallback: dict[str, int] = {}
-    trainer_rows: list[tuple[str, list[dict[str, Any]]]] = []
+    trainer = _TrainerParts()
     for i, f in enumerate(found):
         if progress:
             progress(f.rel, i, len(found))
+        try:
+            mtime = f.path.stat().st_mtime
+            run.newest_mtime = mtime if run.newest_mtime is None else max(run.newest_mtime, mtime)
+        except OSError:
+            pass
         run.files.append(SourceFile(f.rel, f.role))
         if f.role == "config":
             doc, values, errs = load_config(f.path, f.rel)
@@ -89,40 +97,83 @@ def load_run(path: str | Path, progress: Progress | None = None) -> Run:
             run.notes += got.notes
             if got.log is not None:
                 run.logs.append(got.log)
-            if got.rows:
-                trainer_rows.append((f.rel, got.rows))
+            trainer.add(f.rel, got)
     for key, rnd in rounds.items():
         if key[0] == "run" and rnd.history is not None:
             cols = set(rnd.history.frame.columns)
             rnd.role = "selector" if "boundary" in cols else "generator" if "accuracy" in cols else "run"
     run.rounds = sorted(rounds.values(), key=lambda r: (r.role, r.index))
-    _attach_trainer_metrics(run, trainer_rows)
+    trainer.attach(run, manifest.columns)
     run.kind = _kind(run, manifest.kind)
-    if not run.files:
-        raise TriageError(f"{root}: nothing recognisable (no configs, tables, trainer logs or *.log files; "
-                          "see the run-folder format in the README)")
+    if not run.files or not _training_evidence(run):
+        what = "" if not run.files else f" ({len(run.logs)} log file(s) with no training output in them)"
+        raise TriageError(f"{root}: nothing recognisable{what}: no configs, tables, trainer outputs or training "
+                          "logs; see the run-folder format in the README")
     return run
 
 
-def _attach_trainer_metrics(run: Run, sources: list[tuple[str, list[dict[str, Any]]]]) -> None:
-    """The richest trainer source becomes the run's per-step metrics and its one policy round."""
-    best: tuple[pd.DataFrame, str] | None = None
-    for rel, rows in sources:
-        frame, _keys = canonicalize(rows)
-        if frame.empty:
-            continue
-        if best is None or len(frame) * len(frame.columns) > len(best[0]) * len(best[0].columns):
-            best = (frame, rel)
-    if best is None:
-        return
-    frame, rel = best
-    run.metrics = Table(frame, rel)
-    components = [c for c in frame.columns if c.startswith("rc:")]
-    if components and not run.rounds_of("policy"):
-        hist = frame[["step", *components]].rename(columns={c: c[3:] for c in components})
-        if "reward" in frame.columns:
-            hist["total"] = frame["reward"]
-        run.rounds.append(Round(role="policy", index=1, history=Table(hist.reset_index(drop=True), rel)))
+def _training_evidence(run: Run) -> bool:
+    """Whether anything shows a training run: a file other than a log, or a log with a trainer's output."""
+    logs = {s.path for s in run.logs}
+    return any(f.path not in logs for f in run.files) or any(s.evidence or s.metric_steps for s in run.logs)
+
+
+@dataclass
+class _TrainerParts:
+    """What the trainer-format files of a run gave, before it is merged into the Run."""
+
+    rows: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)
+    evals: list[dict[str, Any]] = field(default_factory=list)
+    eval_source: str | None = None
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    sample_sources: list[str] = field(default_factory=list)
+    planned: tuple[int, str] | None = None
+    trainer: str | None = None
+
+    def add(self, rel: str, got: FormatRead) -> None:
+        if got.rows:
+            self.rows.append((rel, got.rows))
+        if got.eval_rows:
+            self.evals += got.eval_rows
+            self.eval_source = self.eval_source or rel
+        if got.samples:
+            self.samples += got.samples
+            self.sample_sources.append(rel)
+        if got.planned_steps and (self.planned is None or got.planned_steps > self.planned[0]):
+            self.planned = (got.planned_steps, rel)
+        self.trainer = self.trainer or got.trainer
+
+    def attach(self, run: Run, columns: dict[str, str]) -> None:
+        """The richest trainer source becomes the run's per-step metrics (and its one policy round)."""
+        best: tuple[Canonical, str, list[dict[str, Any]]] | None = None
+        for rel, rows in self.rows:
+            can = canonicalize(rows, columns)
+            if can.frame.empty:
+                continue
+            if best is None or can.frame.size > best[0].frame.size:
+                best = (can, rel, rows)
+        run.trainer = self.trainer
+        if self.planned is not None:
+            run.planned_steps = self.planned
+        val, key = validation_series(self.evals + (best[2] if best else []))
+        if not val.empty:
+            run.validation = Table(val, self.eval_source if key and key.startswith("eval_") and self.eval_source
+                                   else (best[1] if best else "eval rows"))
+            run.validation_key = key
+        if self.samples:
+            run.rollouts = Table(pd.DataFrame.from_records(self.samples), ", ".join(self.sample_sources[:3])
+                                 + (f" (+{len(self.sample_sources) - 3} files)" if len(self.sample_sources) > 3 else ""))
+        if best is None:
+            return
+        can, rel, _ = best
+        frame = can.frame
+        run.metrics, run.metric_sources, run.nonfinite = Table(frame, rel), can.sources, can.nonfinite
+        components = [c for c in frame.columns if c.startswith("rc:")]
+        if components and not run.rounds_of("policy"):
+            hist = frame[["step", *components]].rename(columns={c: c[3:] for c in components})
+            if "reward" in frame.columns:
+                hist["total"] = frame["reward"]
+            run.rounds.append(Round(role="policy", index=1, history=Table(hist.reset_index(drop=True), rel)))
 
 
 def _kind(run: Run, declared: str | None) -> str:

@@ -1,8 +1,16 @@
-"""Streaming scans of free-text logs: crashes, progress bars and verl-style metric lines.
+"""Streaming scans of free-text training logs: metric lines, progress bars, crashes.
 
-Logs can be gigabytes, so a scan reads one line at a time, tests cheap byte
-substrings before any regex, and keeps only bounded state: counters, the last
-traceback, the last progress bar, and the metric values of a fixed set of keys.
+Logs can be gigabytes, so a scan reads one line at a time, tests cheap byte substrings before any
+regex, and keeps only bounded state. What it reads, whatever the trainer:
+
+- verl console metric lines `step:N - key:value - ...` (Ray prefixes and ANSI colours stripped);
+- TRL / transformers / ms-swift dict lines `{'loss': 0.01, 'reward': 0.5, ...}` printed between tqdm
+  redraws (carriage returns); the step is the training bar's count, or ms-swift's `global_step/max_steps`;
+- OpenRLHF's tqdm postfix `..., act_loss=0.1, reward=0.5, kl=0.01]`;
+- progress bars `N/TOTAL` and verl's `Total training steps: N` (the planned total);
+- tracebacks and fatal lines, each classified by kind (oom, nccl_timeout, engine_dead, import, disk,
+  signal, nonfinite, config, other) with the innermost frame of the training code; when one error
+  causes a cascade (an ImportError in a Ray worker, then an AssertionError), the root is reported.
 """
 
 from __future__ import annotations
@@ -11,32 +19,72 @@ import re
 from pathlib import Path
 from typing import Any
 
-from triage_agent.runs.model import CrashInfo, LogScan
+from triage_agent.runs.model import CrashInfo, Frame, LogScan
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 # Ray prefixes such as "(TaskRunner pid=38606)" or "(main_task pid=1, ip=10.0.0.1)"
 _RAY_PREFIX = re.compile(r"^\((?:[\w.:-]+ )?pid=\w*(?:, ip=[\w.:]+)?\)\s?")
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _METRIC_START = re.compile(r"(?:^|\s)step:(\d+)\s+-\s+")
 _VALUE_WRAP = re.compile(r"^(?:np\.\w+|numpy\.\w+|tensor|torch\.tensor)\((.*?)(?:,\s*\w+=.*)?\)$")
 _EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\((?P<inner>[A-Za-z_][\w.]*)\))?)(?::\s?(?P<msg>.*))?$")
-_PROGRESS = re.compile(r"(?P<desc>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<cur>\d+)/(?P<tot>\d+)\s*\[")
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+_PROGRESS = re.compile(r"(?P<desc>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<cur>\d+)/(?P<tot>\d+)\s*\[(?P<rest>[^\]]*)\]?")
+_TRAIN_BAR = re.compile(r"train|epoch|step|iter|episode", re.I)
+_OTHER_BAR = re.compile(r"load|shard|token|map|download|generat|process|render|eval|valid|sampl|batch|filter|compil",
+                        re.I)
+_POSTFIX = re.compile(r"(?:^|,\s*)(?P<k>[A-Za-z_][\w/.-]*)=(?P<v>[-+]?(?:\d[\d.]*(?:e[-+]?\d+)?|nan|inf))(?=,|$)", re.I)
+_DICT_PAIR = re.compile(r"""['"](?P<k>[^'"]{1,120})['"]\s*:\s*(?P<v>'[^']*'|"[^"]*"|[^,{}]+?)\s*(?=,\s*['"]|\}$)""")
+_TOTAL_STEPS = re.compile(r"Total training steps:\s*(\d+)")
 _FATAL = [
     (re.compile(r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: out of memory"), "CUDA OOM"),
     (re.compile(r"NCCL.*(?:[Tt]imeout|timed out)|Watchdog caught collective operation timeout"), "NCCL timeout"),
     (re.compile(r"Segmentation fault|core dumped|SIGSEGV"), "Segmentation fault"),
-    (re.compile(r"^Killed$"), "Killed"),
-    (re.compile(r"\b(?:loss|Loss)\b(?: is|:|=)\s*(?:nan|NaN|inf|-inf)\b|NaN or Inf found|non-finite loss", re.I), "NaN/inf loss"),
+    (re.compile(r"^Killed$|received signal SIG(?:TERM|KILL|HUP)|Received SIG(?:TERM|KILL|HUP)"), "Killed"),
+    (re.compile(r"\b(?:loss|Loss)\b(?: is|:|=)\s*(?:nan|NaN|inf|-inf)\b|NaN or Inf found|non-finite loss", re.I),
+     "NaN/inf loss"),
+    (re.compile(r"No space left on device|\[Errno 28\]"), "No space left on device"),
+    (re.compile(r"EngineDeadError|EngineCore .*died|RPC call to \w+ timed out"), "vLLM engine died"),
     (re.compile(r"ray\.exceptions\.\w+Error|RayTaskError|ActorDiedError"), "Ray task error"),
 ]
-_FATAL_HINTS = (b"memory", b"NCCL", b"Watchdog", b"Segmentation", b"core dumped", b"SIGSEGV", b"Killed",
-                b"nan", b"NaN", b"inf", b"Ray", b"Actor")
+_FATAL_HINTS = (b"memory", b"NCCL", b"Watchdog", b"Segmentation", b"core dumped", b"SIGSEGV", b"Killed", b"SIG",
+                b"nan", b"NaN", b"inf", b"Ray", b"Actor", b"Errno 28", b"No space", b"Engine")
 _EXC_SKIP = ("During handling", "The above exception", "Traceback")
-# The console keys worth keeping per step (everything else is counted, not stored).
-KEEP_PREFIXES = ("critic/score", "critic/rewards", "response_length/", "actor/entropy", "actor/kl", "actor/pg_loss",
-                 "actor/ppo_kl", "val-core/", "val/", "reward", "rollout/", "frac_reward", "training/global_step",
-                 "score", "loss")
+# crash kinds (spec: trainer-findings.md, log.crash), tried in order on "exception: message"
+KINDS: list[tuple[str, re.Pattern[str]]] = [
+    ("oom", re.compile(r"OutOfMemoryError|out of memory|CUDA OOM|OOM", re.I)),
+    ("nccl_timeout", re.compile(r"NCCL.*time|Watchdog caught collective|collective operation timeout|"
+                                r"DistBackendError.*time", re.I)),
+    ("engine_dead", re.compile(r"EngineDeadError|engine died|EngineCore|RPC call .* timed out|RPC timeout", re.I)),
+    ("import", re.compile(r"ImportError|ModuleNotFoundError|undefined symbol|failed to import", re.I)),
+    ("disk", re.compile(r"No space left|Errno 28|PytorchStreamWriter failed|Disk quota exceeded", re.I)),
+    ("signal", re.compile(r"SIGHUP|SIGTERM|SIGKILL|SIGSEGV|Segmentation fault|^Killed|signal \d+|exitcode\s*:\s*-\d",
+                          re.I)),
+    ("nonfinite", re.compile(r"NaN/inf loss|\bnan\b.*loss|loss.*\b(?:nan|inf)\b|non-finite", re.I)),
+    ("config", re.compile(r"ConfigAttributeError|ConfigKeyError|MissingMandatoryValue|ValidationError|"
+                          r"unrecognized arguments|error: argument|InterpolationResolutionError", re.I)),
+]
+# a cascade's follow-on errors: when the last error is one of these, an earlier specific one is the root
+_FOLLOW_ON = re.compile(r"AssertionError|RayTaskError|ActorDiedError|RuntimeError|Ray task error|ChildFailedError|"
+                        r"ActorUnavailableError|RaySystemError", re.I)
+# frames of libraries, not of the training code
+_LIBRARY = re.compile(r"/lib/python\d|site-packages/(?:torch|ray|vllm|transformers|accelerate|deepspeed|"
+                      r"concurrent|asyncio|multiprocessing|threading|hydra|omegaconf)/|<frozen |^<")
+# what shows a log belongs to a training run, and which trainer wrote it
+_TRAINERS: list[tuple[str, re.Pattern[str]]] = [
+    ("verl", re.compile(r"actor_rollout_ref|verl\.trainer|TaskRunner|\bverl\b")),
+    ("openrlhf", re.compile(r"openrlhf", re.I)),
+    ("nemo-rl", re.compile(r"nemo_rl|NeMo[- ]RL", re.I)),
+    ("ms-swift", re.compile(r"\bswift\b|global_step/max_steps")),
+    ("trl", re.compile(r"GRPOTrainer|PPOTrainer|\btrl\b|unsloth", re.I)),
+    ("transformers", re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*")),
+]
+_EVIDENCE = re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*|Total training steps|Num examples|"
+                       r"global_step|max_steps|learning_rate|grad_norm|GRPO|PPO|policy_loss|trainer|Trainer")
 MAX_METRIC_ROWS = 200_000  # bounded memory: beyond this, every other row is dropped (downsampling)
+MAX_EVAL_ROWS = 10_000
+MAX_LINE = 1 << 20  # longer lines are not parsed for metrics (a rollout dump, a base64 image)
+MAX_CASCADE = 8
 
 
 def clean(text: str) -> str:
@@ -73,17 +121,67 @@ def parse_metric_line(text: str) -> dict[str, Any] | None:
     return row
 
 
+def parse_dict_line(text: str) -> dict[str, Any] | None:
+    """`{'loss': 0.1, 'reward': nan, 'global_step/max_steps': '12/500'}` -> numbers, plus the step string.
+
+    A regular expression, not `ast.literal_eval`: the lines carry `nan`, `inf` and `tensor(...)` values
+    that literal_eval refuses, and this stays linear in the line's length.
+    """
+    s = text.strip()
+    if not (s.startswith("{") and s.endswith("}")) or ":" not in s:
+        return None
+    row: dict[str, Any] = {}
+    for m in _DICT_PAIR.finditer(s):
+        key, raw = m.group("k"), m.group("v").strip()
+        if raw[:1] in "'\"":
+            inner = raw[1:-1]
+            if key == "global_step/max_steps":
+                row[key] = inner
+            elif inner.lower() in ("nan", "inf", "-inf"):
+                row[key] = float(inner)
+            continue
+        value = parse_value(raw)
+        if value is not None:
+            row[key] = value
+    return row or None
+
+
+def postfix_row(rest: str) -> dict[str, float]:
+    """The `key=value` pairs of a tqdm postfix (after the elapsed/remaining and rate fields)."""
+    return {m.group("k"): float(m.group("v")) for m in _POSTFIX.finditer(rest.replace(" ", ""))}
+
+
+def crash_kind(exception: str, message: str) -> str:
+    text = f"{exception}: {message}"
+    for kind, pattern in KINDS:
+        if pattern.search(text):
+            return kind
+    return "other"
+
+
+def _training_frame(frames: list[Frame]) -> Frame | None:
+    """The innermost frame outside the libraries (torch, ray, the standard library...), else the innermost."""
+    for fr in reversed(frames):
+        if not _LIBRARY.search(fr.file):
+            return fr
+    return frames[-1] if frames else None
+
+
 class _Traceback:
-    """State of the traceback being read: whether a logger printed it, and its last exception line."""
+    """State of the traceback being read: whether a logger printed it, its frames, its last exception line."""
 
     def __init__(self, logged: bool) -> None:
         self.logged = logged
+        self.frames: list[Frame] = []
         self.exception: tuple[str, str, int] | None = None
 
 
 def _continues(tb: _Traceback, text: str, lineno: int) -> bool:
     """Whether `text` still belongs to the traceback being read (frames, chained causes, the exception)."""
     if text.startswith((" ", "\t")) or (not text.strip() and tb.exception is None):
+        fm = _FRAME.match(text)
+        if fm and len(tb.frames) < 200:
+            tb.frames.append(Frame(fm.group("file"), int(fm.group("line")), fm.group("fn")))
         return True
     if text.startswith(_EXC_SKIP):
         return True
@@ -94,70 +192,177 @@ def _continues(tb: _Traceback, text: str, lineno: int) -> bool:
     return False
 
 
+class _Scanner:
+    """The per-file state of one scan."""
+
+    def __init__(self, rel: str) -> None:
+        self.scan = LogScan(path=rel)
+        self.tb: _Traceback | None = None
+        self.errors: list[CrashInfo] = []  # errors since the last sign of progress (the current cascade)
+        self.stride = 1
+        self.bar_step: int | None = None  # the training bar's current count (the step of TRL dict lines)
+        self.dict_rows = 0
+        self.postfix: tuple[int, dict[str, float]] | None = None  # OpenRLHF: the last postfix of the current step
+
+    # -- progress ---------------------------------------------------------------------------------
+    def progressed(self) -> None:
+        self.errors.clear()
+
+    def add_row(self, row: dict[str, Any], lineno: int) -> None:
+        scan = self.scan
+        scan.metric_steps += 1
+        scan.last_step = int(row["step"])
+        scan.last_step_line = lineno
+        self.progressed()
+        if scan.metric_steps % self.stride == 0:
+            scan.metric_rows.append(row)
+        if len(scan.metric_rows) >= MAX_METRIC_ROWS:
+            scan.metric_rows = scan.metric_rows[::2]
+            self.stride *= 2
+
+    def flush_postfix(self, lineno: int) -> None:
+        if self.postfix is not None:
+            step, values = self.postfix
+            self.postfix = None
+            self.add_row({"step": step, **values}, lineno)
+
+    # -- errors -----------------------------------------------------------------------------------
+    def error(self, exception: str, message: str, line: int, frames: list[Frame] | None = None,
+              fatal: str | None = None) -> None:
+        kind = crash_kind(exception, message)
+        self.errors.append(CrashInfo(exception, message, line, fatal, kind, _training_frame(frames or [])))
+        del self.errors[:-MAX_CASCADE]
+
+    def end_traceback(self) -> None:
+        tb = self.tb
+        self.tb = None
+        if tb is not None and tb.exception and not tb.logged:
+            etype, msg, eline = tb.exception
+            self.error(etype, msg, eline, tb.frames)
+
+    def crash(self) -> CrashInfo | None:
+        """The root error of the last cascade: its last error, unless that only follows on an earlier one."""
+        if not self.errors:
+            return None
+        last = self.errors[-1]
+        root = last
+        if last.kind == "other" and _FOLLOW_ON.search(last.exception):
+            root = next((e for e in self.errors if e.kind != "other"), last)
+        cascade = tuple((e.exception, e.message, e.line) for e in self.errors if e is not root)
+        return CrashInfo(root.exception, root.message, root.line, root.fatal_pattern, root.kind,
+                         root.frame or last.frame, cascade)
+
+    # -- lines ------------------------------------------------------------------------------------
+    def line(self, raw: bytes, lineno: int) -> None:
+        scan = self.scan
+        if not scan.started and raw.strip():
+            scan.started = True
+        interesting = (b"step:" in raw or b"Traceback" in raw or b"%|" in raw or self.tb is not None
+                       or b"Error" in raw or b"{'" in raw or b'{"' in raw or b"Total training steps" in raw
+                       or any(h in raw for h in _FATAL_HINTS)
+                       or (scan.evidence is None and len(raw) < 4096))
+        if not interesting:
+            return
+        text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        if scan.evidence is None or scan.trainer is None:
+            self.detect(text)
+        if self.tb is not None:
+            if _continues(self.tb, text, lineno):
+                return
+            self.end_traceback()
+        if len(text) > MAX_LINE:
+            return
+        if b"step:" in raw:
+            row = parse_metric_line(text)
+            if row is not None:
+                self.add_row(row, lineno)
+                return
+        if b"Total training steps" in raw:
+            m = _TOTAL_STEPS.search(text)
+            if m:
+                scan.planned_steps = int(m.group(1))
+        for seg in text.split("\r"):
+            self.segment(seg, lineno)
+
+    def detect(self, text: str) -> None:
+        scan = self.scan
+        if scan.trainer is None:
+            for name, pattern in _TRAINERS:
+                if pattern.search(text):
+                    scan.trainer = name
+                    scan.evidence = scan.evidence or f"{name} output"
+                    break
+        if scan.evidence is None and _EVIDENCE.search(text):
+            scan.evidence = "trainer banner or metric names"
+
+    def segment(self, seg: str, lineno: int) -> None:
+        scan = self.scan
+        if "%|" in seg:
+            pm = _PROGRESS.search(seg)
+            if pm and (_TRAIN_BAR.search(pm.group("desc")) or not pm.group("desc").strip()) and not \
+                    _OTHER_BAR.search(pm.group("desc")):
+                cur, tot = int(pm.group("cur")), int(pm.group("tot"))
+                if scan.progress_current is not None and cur > scan.progress_current:
+                    self.progressed()
+                if self.postfix is not None and self.postfix[0] != cur:
+                    self.flush_postfix(lineno)
+                scan.progress_current, scan.progress_total, scan.progress_line = cur, tot, lineno
+                scan.planned_steps = scan.planned_steps or tot
+                scan.evidence = scan.evidence or "a training progress bar"
+                self.bar_step = cur
+                values = postfix_row(pm.group("rest") or "")
+                if values and cur > 0:
+                    self.postfix = (cur, values)
+                return
+        stripped = seg.strip()
+        if stripped.startswith("{") and stripped.endswith("}"):
+            row = parse_dict_line(stripped)
+            if row is not None:
+                self.dict_row(row, lineno)
+                return
+        idx = seg.find("Traceback (most recent call last)")
+        if idx >= 0:
+            # a logger-printed traceback (ERROR:...:Traceback) is a handled error, not the end of the run
+            self.tb = _Traceback(logged=idx > 0)
+            if self.tb.logged:
+                scan.handled_tracebacks += 1
+            return
+        for pattern, label in _FATAL:
+            if pattern.search(seg):
+                self.error(label, seg.strip()[:300], lineno, fatal=label)
+                break
+
+    def dict_row(self, row: dict[str, Any], lineno: int) -> None:
+        scan = self.scan
+        gs = row.pop("global_step/max_steps", None)
+        if isinstance(gs, str) and re.fullmatch(r"\d+/\d+", gs):
+            cur, tot = (int(x) for x in gs.split("/"))
+            row["step"] = cur
+            scan.planned_steps = tot
+        if any(k.startswith("eval_") for k in row):
+            row.setdefault("step", self.bar_step if self.bar_step is not None else scan.last_step or 0)
+            if len(scan.eval_rows) < MAX_EVAL_ROWS:
+                scan.eval_rows.append(row)
+            return
+        if any(k in row for k in ("train_runtime", "train_samples_per_second")):
+            return  # the final summary
+        if "step" not in row:
+            self.dict_rows += 1
+            row["step"] = self.bar_step if self.bar_step is not None else self.dict_rows
+        scan.evidence = scan.evidence or "trainer metric lines"
+        self.add_row(row, lineno)
+
+    def finish(self) -> LogScan:
+        self.flush_postfix(self.scan.lines)
+        self.end_traceback()
+        self.scan.crash = self.crash()
+        return self.scan
+
+
 def scan_log(path: Path, rel: str) -> LogScan:
-    scan = LogScan(path=rel)
-    tb: _Traceback | None = None
-    last_crash: CrashInfo | None = None
-    last_crash_after_progress = False
-    stride = 1
+    sc = _Scanner(rel)
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            scan.lines = lineno
-            if not scan.started and raw.strip():
-                scan.started = True
-            interesting = (b"step:" in raw or b"Traceback" in raw or b"%|" in raw or tb is not None
-                           or b"Error" in raw or any(h in raw for h in _FATAL_HINTS))
-            if not interesting:
-                continue
-            text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-            if tb is not None:
-                if _continues(tb, text, lineno):
-                    continue
-                if tb.exception and not tb.logged:
-                    etype, msg, eline = tb.exception
-                    last_crash = CrashInfo(etype, msg, eline)
-                    last_crash_after_progress = False
-                tb = None
-            if b"step:" in raw:
-                row = parse_metric_line(text)
-                if row is not None:
-                    scan.metric_steps += 1
-                    scan.last_step = row["step"]
-                    scan.last_step_line = lineno
-                    last_crash_after_progress = last_crash is not None
-                    kept = {k: v for k, v in row.items() if k == "step" or k.startswith(KEEP_PREFIXES)}
-                    if scan.metric_steps % stride == 0:
-                        scan.metric_rows.append(kept)
-                    if len(scan.metric_rows) >= MAX_METRIC_ROWS:
-                        scan.metric_rows = scan.metric_rows[::2]
-                        stride *= 2
-                    continue
-            if b"%|" in raw:
-                for seg in text.split("\r"):
-                    pm = _PROGRESS.search(seg)
-                    if pm and re.search(r"train|epoch|step|iter", pm.group("desc"), re.I):
-                        cur = int(pm.group("cur"))
-                        if scan.progress_current is not None and cur > scan.progress_current:
-                            last_crash_after_progress = last_crash is not None
-                        scan.progress_current, scan.progress_total = cur, int(pm.group("tot"))
-                        scan.progress_line = lineno
-            idx = text.find("Traceback (most recent call last)")
-            if idx >= 0:
-                # a logger-printed traceback (ERROR:...:Traceback) is a handled error, not the end of the run
-                tb = _Traceback(logged=idx > 0)
-                if tb.logged:
-                    scan.handled_tracebacks += 1
-                continue
-            for pattern, label in _FATAL:
-                if pattern.search(text):
-                    last_crash = CrashInfo(label, text.strip()[:300], lineno, fatal_pattern=label)
-                    last_crash_after_progress = False
-                    break
-    if tb is not None and tb.exception and not tb.logged:
-        etype, msg, eline = tb.exception
-        last_crash = CrashInfo(etype, msg, eline)
-        last_crash_after_progress = False
-    # a crash counts only when nothing shows the run went on after it
-    if last_crash is not None and not last_crash_after_progress:
-        scan.crash = last_crash
-    return scan
+            sc.scan.lines = lineno
+            sc.line(raw, lineno)
+    return sc.finish()

@@ -63,11 +63,24 @@ class Round:
 
 
 @dataclass(frozen=True)
+class Frame:
+    """One traceback frame: `File "path", line N, in function`."""
+
+    file: str
+    line: int
+    function: str
+
+
+@dataclass(frozen=True)
 class CrashInfo:
     exception: str
     message: str
     line: int
     fatal_pattern: str | None = None
+    kind: str = "other"  # oom, nccl_timeout, engine_dead, import, disk, signal, nonfinite, config, other
+    frame: Frame | None = None  # innermost frame of the training code
+    # earlier errors of the same cascade, oldest first: (exception, message, line)
+    cascade: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass
@@ -85,8 +98,12 @@ class LogScan:
     progress_total: int | None = None
     progress_line: int | None = None
     started: bool = False
-    # verl-style console metric rows, one dict per step (kept small: metrics only)
+    # metric rows read off the console (verl `step:N - k:v`, TRL/ms-swift dict lines, OpenRLHF bar postfixes)
     metric_rows: list[dict[str, Any]] = field(default_factory=list)
+    eval_rows: list[dict[str, Any]] = field(default_factory=list)
+    planned_steps: int | None = None  # "Total training steps: N" (verl) or a training bar's N/TOTAL
+    trainer: str | None = None  # which trainer wrote it, when the log says (banner, metric names, config dump)
+    evidence: str | None = None  # what shows this is a training log (None: nothing does)
 
 
 @dataclass(frozen=True)
@@ -108,8 +125,18 @@ class Run:
     solver_scores: Table | None = None
     calibration_events: Table | None = None
     perturbations: Table | None = None
-    # Per-step metrics of a generic trainer run (TRL, verl, TensorBoard, W&B), canonical names.
+    # Per-step metrics of a generic trainer run (TRL, verl, TensorBoard, W&B...), canonical names.
     metrics: Table | None = None
+    metric_sources: dict[str, str] = field(default_factory=dict)  # canonical column -> raw key
+    nonfinite: dict[str, tuple[int, int]] = field(default_factory=dict)  # column -> (first step, steps)
+    validation: Table | None = None  # (`step`, `validation`) from eval rows or val/ keys
+    validation_key: str | None = None
+    # per-sample rollout dumps (verl rollout_data_dir, NeMo-RL train_data_step*.jsonl): step, prompt, score
+    rollouts: Table | None = None
+    planned_steps: tuple[int, str] | None = None  # (planned total, where it was read)
+    trainer: str | None = None
+    newest_mtime: float | None = None  # of the run's files: is it still being written?
+    now: float = 0.0  # when the run was read (the clock rules compare mtimes with)
     logs: list[LogScan] = field(default_factory=list)
     parse_errors: list[ParseError] = field(default_factory=list)
     rule_overrides: dict[str, Any] = field(default_factory=dict)

@@ -6,7 +6,7 @@ Discovery asks each format's `sniff` in this order; loading calls the matching `
 
 from __future__ import annotations
 
-from triage_agent.runs.formats import console, tensorboard, trl, verl, wandb
+from triage_agent.runs.formats import console, rollouts, swift, tensorboard, trl, verl, wandb
 from triage_agent.runs.formats.base import Format, FormatRead
 
 FORMATS: tuple[Format, ...] = (
@@ -16,6 +16,8 @@ FORMATS: tuple[Format, ...] = (
     wandb.SUMMARY,
     wandb.HISTORY,
     trl.FORMAT,
+    swift.FORMAT,
+    rollouts.FORMAT,
     verl.JSONL,
 )
 BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}

@@ -18,6 +18,11 @@ class FormatRead:
     errors: list[ParseError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     log: LogScan | None = None
+    eval_rows: list[dict[str, Any]] = field(default_factory=list)  # validation rows (eval_* keys)
+    samples: list[dict[str, Any]] = field(default_factory=list)  # per-sample rollouts: step, prompt, score
+    planned_steps: int | None = None  # the planned total, when the file says
+    config: dict[str, Any] | None = None  # a config the file carries (W&B config, trainer_state args)
+    trainer: str | None = None
 
 
 @dataclass(frozen=True)

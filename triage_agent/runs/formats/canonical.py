@@ -1,33 +1,54 @@
-"""Trainer metric names -> the canonical names the analyses use.
+"""Trainer metric names -> the canonical series every rule reads (spec: trainer-findings.md, aliases).
 
-Sources: TRL GRPOTrainer logs `reward`, `reward_std`, `frac_reward_zero_std`,
-`completions/clipped_ratio`, `completions/mean_length` (older: `completion_length`),
-`kl`, `entropy`, `rewards/<fn>/mean` (older: `rewards/<fn>`); verl's metric dict
-(verl/trainer/ppo/metric_utils.py) uses `critic/score/mean`, `critic/rewards/mean`,
-`response_length/mean`, `response_length/clip_ratio`, `actor/entropy`, `actor/kl_loss`.
-TensorBoard tags from the HF Trainer carry a `train/` prefix.
+One alias table for every trainer; the first name present wins, after stripping a `train/` or
+`training/` prefix. A `[columns]` entry in `triage.toml` (canonical = "name in the files") is tried
+before the table. Reward components become `rc:<fn>`; every other numeric key is kept under its
+own name, so the views and the agent's tools can still show it.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+# canonical -> names, first match wins. Sources: TRL GRPOTrainer._metrics, verl metric_utils.py,
+# OpenRLHF ppo_trainer status dict, NeMo-RL grpo.py metrics, ms-swift GRPO logs (see the spec's table).
 ALIASES: dict[str, tuple[str, ...]] = {
-    "reward": ("reward", "critic/score/mean", "critic/rewards/mean", "env/reward_mean", "objective/scores",
-               "rewards/mean"),
-    "reward_std": ("reward_std", "critic/score/std"),
-    "frac_reward_zero_std": ("frac_reward_zero_std",),
-    "clipped_ratio": ("completions/clipped_ratio", "response_length/clip_ratio"),
-    "completion_length": ("completions/mean_length", "completion_length", "response_length/mean"),
-    "kl": ("kl", "objective/kl", "actor/kl_loss", "critic/kl", "actor/ppo_kl"),
-    "entropy": ("entropy", "actor/entropy", "objective/entropy"),
-    "loss": ("loss", "actor/pg_loss"),
+    "reward": ("reward", "critic/score/mean", "env/reward_mean", "objective/scores", "rewards/mean"),
+    # verl's optimised reward (score plus penalties); compared with the task score for hacking
+    "optimized_reward": ("critic/rewards/mean",),
+    "reward_std": ("reward_std", "critic/score/std", "group_reward_std"),
+    "zero_std_share": ("frac_reward_zero_std",),
+    "entropy": ("entropy", "actor/entropy", "approx_entropy", "entropy/mean", "objective/entropy"),
+    "kl": ("kl", "actor/kl_loss", "actor/ppo_kl", "ppo_kl", "kl_penalty", "objective/kl", "critic/kl"),
+    "grad_norm": ("grad_norm", "actor/grad_norm", "actor_grad_norm"),
+    "loss": ("loss", "actor/pg_loss", "policy_loss", "act_loss"),
+    "length": ("completions/mean_length", "completion_length", "response_length/mean", "response_length",
+               "gen_len", "mean_gen_tokens_per_sample"),
+    "clipped_share": ("completions/clipped_ratio", "response_length/clip_ratio", "truncation_rate"),
+    "lr": ("learning_rate", "actor/lr", "actor_lr", "act_lr", "lr"),
+    "is_ratio": ("sampling/importance_sampling_ratio/mean", "rollout_probs_diff_mean", "vllm_kl",
+                 "token_mult_prob_error"),
 }
-_COMPONENT = re.compile(r"^rewards/(?P<fn>[^/]+?)(?:/mean)?$")
-_PREFIXES = ("train/", "train_")
+# NeMo-RL logs the shares of groups whose rewards are all 0 and all 1; their sum is the tied share
+ZERO_STD_PARTS = ("baseline_reward/pct_0", "baseline_reward/pct_1")
+_VALIDATION = [re.compile(p) for p in (r"^eval_reward$", r"^eval_.*accuracy", r"^val/test_score/", r"^val-core/",
+                                       r"^validation/", r"^eval_(?!loss$|runtime$|samples_per_second$|"
+                                                        r"steps_per_second$)")]
+_COMPONENT = re.compile(r"^(?:rewards|reward_extra)/(?P<fn>[^/]+?)(?:/mean)?$")
+_PREFIXES = ("train/", "training/", "train_")
+MAX_EXTRA = 64  # non-canonical keys kept per run (bounded memory on wide verl dumps)
+# what a canonical column means, for views and tools
+LABELS = {"reward": "reward", "optimized_reward": "optimised reward (score + penalties)",
+          "reward_std": "reward std", "zero_std_share": "share of groups with tied rewards", "entropy": "entropy",
+          "kl": "KL", "grad_norm": "gradient norm", "loss": "loss", "length": "completion length (tokens)",
+          "clipped_share": "share of completions at the length cap", "lr": "learning rate",
+          "is_ratio": "train/inference mismatch", "validation": "validation score"}
 
 
 def strip_prefix(key: str) -> str:
@@ -37,25 +58,118 @@ def strip_prefix(key: str) -> str:
     return key
 
 
-def canonicalize(rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str]]:
-    """Rows of raw trainer metrics -> (frame with `step`, canonical metrics and `rc:<fn>` components, raw keys)."""
-    frame = pd.DataFrame.from_records(rows)
-    if frame.empty or "step" not in frame.columns:
-        return pd.DataFrame(), []
-    frame = frame.rename(columns={c: strip_prefix(c) for c in frame.columns})
-    frame = frame.loc[:, ~frame.columns.duplicated()]
-    out = pd.DataFrame({"step": pd.to_numeric(frame["step"], errors="coerce")})
+def is_validation(key: str) -> bool:
+    return any(p.search(key) for p in _VALIDATION)
+
+
+@dataclass
+class Canonical:
+    """A per-step frame (`step`, canonical columns, `rc:<fn>` components, other numeric keys) and what fed it."""
+
+    frame: pd.DataFrame
+    sources: dict[str, str] = field(default_factory=dict)  # canonical column -> raw key it came from
+    # canonical column -> (first step with a NaN or infinite value, how many such steps)
+    nonfinite: dict[str, tuple[int, int]] = field(default_factory=dict)
+    raw_keys: list[str] = field(default_factory=list)
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity"):
+        return float(v.strip().lower().replace("infinity", "inf"))
+    return None
+
+
+def canonicalize(rows: list[dict[str, Any]], columns: Mapping[str, str] | None = None) -> Canonical:
+    """Raw trainer rows (each with `step`) -> the canonical frame. Later rows of one step override earlier ones."""
+    if not rows:
+        return Canonical(pd.DataFrame())
+    keys: dict[str, None] = {}
+    for row in rows:
+        for k in row:
+            keys.setdefault(k, None)
+    stripped = {k: strip_prefix(k) for k in keys}
+    present: dict[str, str] = {}  # stripped name -> raw key (first wins)
+    for raw, name in stripped.items():
+        present.setdefault(name, raw)
+    if "step" not in present:
+        return Canonical(pd.DataFrame(), raw_keys=list(keys))
+    chosen: dict[str, str] = {}  # output column -> raw key
+    for canon, file_name in (columns or {}).items():
+        raw = present.get(strip_prefix(file_name)) or (file_name if file_name in keys else None)
+        if raw is not None:
+            chosen[canon] = raw
     for canon, names in ALIASES.items():
-        for name in names:
-            if name in frame.columns:
-                out[canon] = pd.to_numeric(frame[name], errors="coerce")
-                break
-    for col in frame.columns:
-        m = _COMPONENT.match(col)
-        if m and not col.endswith("/std") and m.group("fn") not in ("mean", "std"):
-            name = m.group("fn")
-            if f"rc:{name}" not in out.columns or col.endswith("/mean"):
-                out[f"rc:{name}"] = pd.to_numeric(frame[col], errors="coerce")
-    out = out.dropna(subset=["step"]).sort_values("step", kind="stable").reset_index(drop=True)
-    out["step"] = out["step"].astype("int64")
-    return out, [str(c) for c in frame.columns]
+        if canon in chosen:
+            continue
+        raw = next((present[n] for n in names if n in present), None)
+        if raw is not None:
+            chosen[canon] = raw
+    used = set(chosen.values()) | {present["step"]}
+    for name, raw in present.items():
+        m = _COMPONENT.match(name)
+        if m and not name.endswith("/std") and m.group("fn") not in ("mean", "std") and raw not in used:
+            col = f"rc:{m.group('fn')}"
+            if col not in chosen or name.endswith("/mean"):
+                chosen[col] = raw
+    used = set(chosen.values()) | {present["step"]}
+    extra = 0
+    for name, raw in present.items():
+        if raw in used or name in ("epoch",) or is_validation(name) or extra >= MAX_EXTRA:
+            continue
+        chosen.setdefault(name, raw)
+        extra += 1
+    by_step: dict[int, dict[str, float]] = {}
+    nonfinite: dict[str, list[int]] = {}
+    parts = [present.get(p) for p in ZERO_STD_PARTS]
+    for row in rows:
+        step = _number(row.get(present["step"]))
+        if step is None or not math.isfinite(step):
+            continue
+        s = int(step)
+        out = by_step.setdefault(s, {})
+        for col, raw in chosen.items():
+            if raw not in row:
+                continue
+            v = _number(row[raw])
+            if v is None:
+                continue
+            if not math.isfinite(v):
+                nonfinite.setdefault(col, []).append(s)
+            out[col] = v
+        if "zero_std_share" not in chosen and all(p is not None and p in row for p in parts):
+            vals = [_number(row[p]) for p in parts if p is not None]
+            if all(v is not None for v in vals):
+                out["zero_std_share"] = float(sum(v for v in vals if v is not None))
+    frame = pd.DataFrame.from_dict(by_step, orient="index").sort_index()
+    frame.index.name = None
+    frame.insert(0, "step", frame.index.astype("int64"))
+    frame = frame.reset_index(drop=True)
+    sources = {c: r for c, r in chosen.items() if c in frame.columns}
+    if "zero_std_share" in frame.columns and "zero_std_share" not in sources:
+        sources["zero_std_share"] = " + ".join(p for p in parts if p)
+    return Canonical(frame, sources, {c: (min(v), len(set(v))) for c, v in nonfinite.items()}, list(keys))
+
+
+def validation_series(rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, str | None]:
+    """Eval rows -> a frame of (`step`, `validation`) from the first validation key present, and that key."""
+    keys: list[str] = []
+    for row in rows:
+        keys += [k for k in row if k not in keys]
+    names = [k for k in keys if is_validation(strip_prefix(k))]
+    if not names:
+        return pd.DataFrame(), None
+    # eval_reward first, then accuracies, then any eval metric other than loss and timing
+    for pattern in _VALIDATION:
+        pick = next((k for k in names if pattern.search(strip_prefix(k))), None)
+        if pick:
+            break
+    assert pick is not None
+    pts = [(int(s), float(v)) for row in rows
+           if (s := _number(row.get("step"))) is not None and (v := _number(row.get(pick))) is not None
+           and math.isfinite(s)]
+    frame = pd.DataFrame(pts, columns=["step", "validation"]).drop_duplicates("step", keep="last")
+    return frame.sort_values("step").reset_index(drop=True), pick

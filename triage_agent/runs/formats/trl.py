@@ -56,9 +56,11 @@ def _sniff(path: Path, rel: str) -> bool:
 
 
 def _read(path: Path, rel: str) -> FormatRead:
-    train, evals, _header, errors = read_trainer_state(path, rel)
+    train, evals, header, errors = read_trainer_state(path, rel)
     notes = [f"{rel}: {len(evals)} eval rows (eval_*) kept apart from training rows"] if evals else []
-    return FormatRead(rows=train, errors=errors, notes=notes)
+    planned = header.get("max_steps")
+    return FormatRead(rows=train, errors=errors, notes=notes, eval_rows=evals, trainer="trl",
+                      planned_steps=planned if isinstance(planned, int) and planned > 0 else None)
 
 
 FORMAT = Format("trl_state", _sniff, _read)
