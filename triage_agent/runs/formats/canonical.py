@@ -99,15 +99,15 @@ def canonicalize(rows: list[dict[str, Any]], columns: Mapping[str, str] | None =
         return Canonical(pd.DataFrame(), raw_keys=list(keys))
     chosen: dict[str, str] = {}  # output column -> raw key
     for canon, file_name in (columns or {}).items():
-        raw = present.get(strip_prefix(file_name)) or (file_name if file_name in keys else None)
-        if raw is not None:
-            chosen[canon] = raw
+        mapped = present.get(strip_prefix(file_name)) or (file_name if file_name in keys else None)
+        if mapped is not None:
+            chosen[canon] = mapped
     for canon, names in ALIASES.items():
         if canon in chosen:
             continue
-        raw = next((present[n] for n in names if n in present), None)
-        if raw is not None:
-            chosen[canon] = raw
+        alias = next((present[n] for n in names if n in present), None)
+        if alias is not None:
+            chosen[canon] = alias
     used = set(chosen.values()) | {present["step"]}
     for name, raw in present.items():
         m = _COMPONENT.match(name)
