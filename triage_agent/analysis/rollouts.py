@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -28,3 +31,18 @@ def reliability(n: int, band: tuple[float, float], p: float = 0.5) -> Reliabilit
         band=band,
         attainable=[round(k / n, 4) for k in inside],
     )
+
+
+def pass_rates(prompts: Sequence[str], scores: np.ndarray) -> list[float]:
+    """Per-prompt pass rates from per-sample rollouts: the share of a prompt's samples that scored above 0."""
+    _, inverse = np.unique(np.asarray(prompts, dtype=object).astype(str), return_inverse=True)
+    passed = np.bincount(inverse, weights=(np.asarray(scores, dtype=float) > 0).astype(float))
+    counts = np.bincount(inverse)
+    return [float(v) for v in passed / counts]
+
+
+def zero_variance_share(rates: list[float], n: int) -> float:
+    """Expected share of GRPO groups of n samples whose rewards all tie: mean over prompts of p^n + (1-p)^n."""
+    if not rates:
+        return float("nan")
+    return sum(p**n + (1 - p) ** n for p in rates) / len(rates)

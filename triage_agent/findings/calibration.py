@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from triage_agent.analysis import calibration as cal
-from triage_agent.analysis.stats import rnd
+from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts, number, suggestion
 from triage_agent.findings.model import Finding
 from triage_agent.findings.registry import rule
@@ -31,11 +31,12 @@ STAGES = [
 
 @rule("hacking.proxy_gold_divergence", FAMILY, ("proxy_rho_min", "gold_rho_max", "second_half_rho_max"),
       cause="The policy is exploiting the solver: proxy reward rises while the gold pass rate does not (reward "
-            "hacking).")
+            "hacking).",
+      fix="audit high-reward samples by hand; tighten the reward (or the solver) where they pass without being right")
 def proxy_gold_divergence(facts: Facts, rules: Rules) -> Finding | None:
     pg, eh = facts.proxy_gold, facts.eval_frame
     if pg is None or eh is None:
-        return None
+        return _trainer_divergence(facts, rules)
     trend = pg.rho_proxy is not None and pg.rho_proxy >= rules["proxy_rho_min"] and (
         pg.rho_gold is None or pg.rho_gold <= rules["gold_rho_max"])
     late = pg.rho_second_half is not None and pg.rho_second_half <= rules["second_half_rho_max"]
@@ -78,6 +79,29 @@ def miscalibrated(facts: Facts, rules: Rules) -> Finding | None:
         "calibration.miscalibrated", "medium", f"The solver's scores are miscalibrated against gold (ECE {rel.ece:.2f})",
         {"ece": rnd(rel.ece), "bins": rel.bins, "samples": len(ss.frame), "source": ss.source},
         concerns=GENERATION, stage="validation")
+
+
+def _trainer_divergence(facts: Facts, rules: Rules) -> Finding | None:
+    """Trainer runs: the optimised reward rises while the validation series (or verl's task score, when the
+    optimised reward includes penalties) does not."""
+    optimized, gold = facts.enough("optimized_reward"), facts.enough("reward")
+    if optimized is None or gold is None:
+        optimized, gold = facts.enough("reward"), facts.enough("validation")
+    if optimized is None or gold is None:
+        return None
+    rp, rg = spearman(optimized.steps, optimized.values), spearman(gold.steps, gold.values)
+    if rp is None or rp < rules["proxy_rho_min"] or (rg is not None and rg > rules["gold_rho_max"]):
+        return None
+    oh, ot = facts.head_tail(optimized)
+    gh, gt_ = facts.head_tail(gold)
+    return Finding(
+        "hacking.proxy_gold_divergence", "high",
+        f"The optimised reward ({optimized.raw}) rose {oh:.3g} → {ot:.3g} while {gold.raw} went {gh:.3g} → {gt_:.3g} "
+        "(head/tail means)",
+        {"optimized": optimized.raw, "check": gold.raw, "rho_step_optimized": rnd(rp), "rho_step_check": rnd(rg),
+         "optimized_head_tail": [rnd(oh, 4), rnd(ot, 4)], "check_head_tail": [rnd(gh, 4), rnd(gt_, 4)],
+         "points": [optimized.n, gold.n], "source": optimized.source},
+        concerns=USE, stage="symptom")
 
 
 def _events_source(facts: Facts) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 # the family modules register their rules on import; their order is the order of equal-severity findings
-from triage_agent.findings import calibration, generic, selector  # noqa: F401
+from triage_agent.findings import calibration, generic, selector, trainer  # noqa: F401
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import SEVERITY_RANK, Finding
 from triage_agent.findings.registry import REGISTRY

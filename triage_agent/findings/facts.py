@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from triage_agent.analysis import calibration as cal
 from triage_agent.analysis import filter as filt
 from triage_agent.analysis import rewards
 from triage_agent.analysis.generator import Trajectory, generator_round
+from triage_agent.analysis.trends import Series, SeriesSummary, head_tail, summarize
 from triage_agent.findings.rules import Rules, rules_for
 from triage_agent.runs.model import ConfigValue, Round, Run, Table
 
@@ -38,6 +41,7 @@ class Facts:
     rules: Rules
     unknown_rules: list[str] = field(default_factory=list)
     _config: dict[str, ConfigValue | None] = field(default_factory=dict, repr=False)
+    _series: dict[str, Series | None] = field(default_factory=dict, repr=False)
 
     # -- config values ------------------------------------------------------------------------
     def config(self, leaf: str) -> ConfigValue | None:
@@ -141,6 +145,51 @@ class Facts:
                 comps = ["accuracy", *comps]
             out.append((rd, rewards.history_stats(frame, comps)))
         return out
+
+    # -- trainer series ---------------------------------------------------------------------------
+    def series(self, name: str) -> Series | None:
+        """A canonical series with its finite values, or None when it is not logged (or has no finite value)."""
+        if name not in self._series:
+            self._series[name] = self._make_series(name)
+        return self._series[name]
+
+    def _make_series(self, name: str) -> Series | None:
+        table = self.run.validation if name == "validation" else self.run.metrics
+        if table is None or name not in table.frame.columns:
+            return None
+        frame = table.frame[["step", name]]
+        steps = frame["step"].to_numpy(dtype=float)
+        values = frame[name].to_numpy(dtype=float)
+        ok = np.isfinite(values) & np.isfinite(steps)
+        if not ok.any():
+            return None
+        raw = self.run.validation_key if name == "validation" else self.run.metric_sources.get(name)
+        return Series(name, steps[ok].astype(np.int64), values[ok], table.source, raw)
+
+    def enough(self, name: str) -> Series | None:
+        """The series when it has the steps a rule needs (`min_series_steps`), else None."""
+        s = self.series(name)
+        return s if s is not None and s.n >= self.rules["min_series_steps"] else None
+
+    def head_tail(self, s: Series) -> tuple[float, float]:
+        return head_tail(s.values, self.rules["head_tail_fraction"], int(self.rules["head_tail_min_points"]))
+
+    def summary(self, name: str) -> SeriesSummary | None:
+        s = self.series(name)
+        if s is None:
+            return None
+        return summarize(s, self.rules["head_tail_fraction"], int(self.rules["head_tail_min_points"]))
+
+    def trainer_columns(self) -> list[str]:
+        """Canonical series first (in the alias table's order), then components, then everything else."""
+        if self.run.metrics is None:
+            return []
+        from triage_agent.runs.formats.canonical import ALIASES
+
+        cols = [c for c in self.run.metrics.frame.columns if c != "step"]
+        canon = [c for c in ALIASES if c in cols]
+        comps = sorted(c for c in cols if c.startswith("rc:"))
+        return canon + comps + [c for c in cols if c not in canon and c not in comps]
 
     # -- solver-calibration analyses -------------------------------------------------------------
     @cached_property

@@ -9,6 +9,7 @@ from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
 from triage_agent.findings.registry import rule
 from triage_agent.findings.rules import Rules, ge
+from triage_agent.findings.suggest_trainer import generations_suggestion, truncation_suggestion
 
 FAMILY = "any"
 
@@ -27,7 +28,10 @@ def _tail_mean(facts: Facts, column: str, fraction: float) -> tuple[float, int] 
 
 @rule("reward.zero_variance_groups", FAMILY, ("tail_fraction", "zero_std_share_max"),
       cause="Most rollout groups have identical rewards, so GRPO-style advantages are zero: prompts are too easy "
-            "or too hard for the policy.")
+            "or too hard for the policy.",
+      rationale="More generations per prompt make it likelier that a group holds both a pass and a fail.",
+      suggest=generations_suggestion,
+      fix="filter prompts the policy always or never solves (DAPO dynamic sampling), or raise num_generations")
 def zero_variance_groups(facts: Facts, rules: Rules) -> Finding | None:
     frac = rules["tail_fraction"]
     zs = _tail_mean(facts, "zero_std_share", frac)
@@ -40,7 +44,10 @@ def zero_variance_groups(facts: Facts, rules: Rules) -> Finding | None:
 
 
 @rule("generation.truncated", FAMILY, ("tail_fraction", "truncated_share", "truncated_share_high"),
-      cause="Completions are cut at the length limit, so rewards are computed on cut-off answers.")
+      cause="Completions are cut at the length limit, so rewards are computed on cut-off answers.",
+      rationale="A longer completion limit lets answers finish before they are scored.",
+      suggest=truncation_suggestion,
+      fix="raise max_completion_length (verl: data.max_response_length), or penalise overlong answers")
 def truncated(facts: Facts, rules: Rules) -> Finding | None:
     frac = rules["tail_fraction"]
     tr = _tail_mean(facts, "clipped_share", frac)
@@ -55,6 +62,26 @@ def truncated(facts: Facts, rules: Rules) -> Finding | None:
          "mean_completion_length": rnd(length[0], 1) if length else None, "source": facts.run.metrics.source})
 
 
+CRASH_FIXES = {
+    "oom": "out of memory: lower vllm_gpu_memory_utilization (gpu_memory_utilization), the micro-batch size and "
+           "max_completion_length, or turn on gradient checkpointing",
+    "nccl_timeout": "a rank stalled in a collective: find the stuck rank (the one whose last line differs), raise "
+                    "NCCL_TIMEOUT / the process-group timeout only once the stall is understood",
+    "engine_dead": "the vLLM engine died: lower gpu_memory_utilization, check the engine's own error above this "
+                   "line, and match the vLLM version to the trainer's",
+    "import": "an import failed: rebuild the package named in the error against this torch and CUDA (flash-attn, "
+              "vLLM) or install the missing module",
+    "disk": "the disk is full: free space or point output_dir and checkpoints at a larger volume; keep fewer "
+            "checkpoints (save_total_limit)",
+    "signal": "the process was killed from outside: check the scheduler's time limit, preemption and the kernel's "
+              "OOM killer (dmesg)",
+    "nonfinite": "the loss became NaN: lower the learning rate, clip gradients, and check the reward functions for "
+                 "NaN",
+    "config": "a config or argument is invalid: fix the key named in the error",
+    "other": "read the exception at the line given and the training-code frame above it",
+}
+
+
 @rule("log.crash", FAMILY, cause="The run crashed.")
 def crash(facts: Facts, rules: Rules) -> list[Finding]:
     out = []
@@ -63,10 +90,14 @@ def crash(facts: Facts, rules: Rules) -> list[Finding]:
         if c is None:
             continue
         msg = f": {c.message}" if c.message else ""
-        out.append(Finding(
-            "log.crash", "high", f"{scan.path} ends in {c.exception}{msg}"[:160],
-            {"exception": c.exception, "message": c.message, "file": scan.path, "line": c.line,
-             "last_step": scan.last_step, "last_step_line": scan.last_step_line, "source": scan.path}))
+        evidence = {"kind": c.kind, "exception": c.exception, "message": c.message, "file": scan.path,
+                    "line": c.line, "last_step": scan.last_step, "last_step_line": scan.last_step_line,
+                    "frame": {"file": c.frame.file, "line": c.frame.line, "function": c.frame.function}
+                    if c.frame else None, "source": scan.path}
+        if c.cascade:
+            evidence["followed_by"] = [{"exception": e, "message": m[:160], "line": n} for e, m, n in c.cascade[-5:]]
+        out.append(Finding("log.crash", "high", f"{scan.path} ends in {c.exception}{msg}"[:160], evidence,
+                           fix=CRASH_FIXES.get(c.kind, CRASH_FIXES["other"])))
     return out
 
 
@@ -75,7 +106,8 @@ def crash(facts: Facts, rules: Rules) -> list[Finding]:
 def no_progress(facts: Facts, rules: Rules) -> Finding | None:
     run = facts.run
     any_traceback = any(s.crash is not None or s.handled_tracebacks for s in run.logs)
-    started = any(s.started for s in run.logs)
+    # only a log that shows a training run (a trainer banner, a metric name, a progress bar) can stall
+    started = any(s.started and s.evidence for s in run.logs)
     logged_steps = any(s.metric_steps for s in run.logs)
     progressed = any((s.progress_current or 0) > 0 for s in run.logs)
     rows = any(rd.history is not None and len(rd.history.frame) for rd in run.rounds) or (
@@ -84,8 +116,9 @@ def no_progress(facts: Facts, rules: Rules) -> Finding | None:
     if not started or logged_steps or progressed or rows or any_traceback:
         return None
     bar = next((s for s in run.logs if s.progress_total), None)
-    evidence = {"logs": [s.path for s in run.logs][:5], "metric_lines": 0,
-                "source": bar.path if bar else run.logs[0].path}
+    first = next(s for s in run.logs if s.started and s.evidence)
+    evidence = {"logs": [s.path for s in run.logs][:5], "metric_lines": 0, "training_evidence": first.evidence,
+                "source": bar.path if bar else first.path}
     title = "The run started but never completed a training step"
     if bar is not None:
         evidence |= {"progress": f"{bar.progress_current}/{bar.progress_total}", "line": bar.progress_line}

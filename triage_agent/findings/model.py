@@ -19,6 +19,7 @@ class Finding:
     # solver-calibration runs: "signal generation" (the solver's scoring) or "signal use" (what the policy learns)
     concerns: str | None = None
     stage: str | None = None  # troubleshooting stage (calibration runs)
+    fix: str | None = None  # one line: what to do about it
 
     def at_least(self, severity: str) -> bool:
         return SEVERITY_RANK[self.severity] <= SEVERITY_RANK[severity]

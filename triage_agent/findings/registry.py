@@ -31,6 +31,7 @@ class Rule:
     check: Check
     rationale: str | None = None  # why its suggested change helps (shown with the adjustment)
     suggest: SuggestHook | None = None
+    fix: str | None = None  # one line: what to do about it
 
     def run(self, facts: Facts, rules: Rules) -> list[Finding]:
         got = self.check(facts, rules)
@@ -40,6 +41,7 @@ class Rule:
                 raise AssertionError(f"rule {self.id} raised {f.id}")
             if f.suggestion is None and self.suggest is not None:
                 f.suggestion = self.suggest(facts, rules, f)
+            f.fix = f.fix or self.fix
         return found
 
 
@@ -47,13 +49,13 @@ REGISTRY: dict[str, Rule] = {}
 
 
 def rule(id: str, family: str, thresholds: tuple[str, ...] = (), *, cause: str, rationale: str | None = None,
-         suggest: SuggestHook | None = None) -> Callable[[Check], Check]:
+         suggest: SuggestHook | None = None, fix: str | None = None) -> Callable[[Check], Check]:
     """Register `fn` as the check of finding `id`."""
 
     def register(fn: Check) -> Check:
         if id in REGISTRY:
             raise AssertionError(f"finding {id} registered twice")
-        REGISTRY[id] = Rule(id, family, thresholds, cause, fn, rationale, suggest)
+        REGISTRY[id] = Rule(id, family, thresholds, cause, fn, rationale, suggest, fix)
         return fn
 
     return register

@@ -56,6 +56,50 @@ DEFAULTS: dict[str, Any] = {
     "zero_std_share_max": 0.5,
     "truncated_share": 0.30,
     "truncated_share_high": 0.8,
+    # trainer runs (trainer-findings.md): head/tail = means of the first/last 20% of logged steps, >= 3 points;
+    # rules need at least 10 logged steps of a series
+    "head_tail_fraction": 0.20,
+    "head_tail_min_points": 3,
+    "min_series_steps": 10,
+    # reward.flat: >= 30 steps, rho(step, reward) < 0.2 and tail - head < 0.05 x (p95 - p5)
+    "flat_min_steps": 30,
+    "flat_rho_max": 0.2,
+    "flat_gain_share": 0.05,
+    # reward.collapsed: tail at least 50% back from the rolling-mean peak toward the rolling minimum,
+    # and peak - tail >= 0.1 x (p95 - p5)
+    "collapse_return_share": 0.5,
+    "collapse_drop_share": 0.1,
+    # policy.entropy_collapse: tail <= 0.25 x head; high at <= 0.1 x [P: PTT warns at a 50% drop]
+    "entropy_collapse_ratio": 0.25,
+    "entropy_collapse_ratio_high": 0.1,
+    # policy.kl_explosion: tail or any 5-step rolling mean >= 10 x head and >= 0.5; high at >= 2.0 [P: 0.5/2.0]
+    "kl_growth_ratio": 10.0,
+    "kl_min": 0.5,
+    "kl_high": 2.0,
+    "kl_window": 5,
+    # optim.grad_norm_spike: > 10 x the median of the steps before (at least 10), and > 1.0; high at 3 spikes
+    "grad_spike_ratio": 10.0,
+    "grad_spike_min": 1.0,
+    "grad_spike_history": 10,
+    "grad_spike_high_count": 3,
+    # optim.zero_grad: grad_norm exactly 0 on >= 20% of steps [M]
+    "zero_grad_share": 0.20,
+    # generation.length_collapse / length_explosion
+    "length_collapse_ratio": 0.25,
+    "length_explosion_ratio": 3.0,
+    "clip_head_max": 0.05,
+    "clip_tail_min": 0.30,
+    # reward.component_dominates: share >= 0.70 (high >= 0.90) while another component's rho < 0.2 [P: 70/90%]
+    "dominant_share": 0.70,
+    "dominant_share_high": 0.90,
+    "stagnant_rho": 0.2,
+    # policy.train_inference_mismatch: NeMo token_mult_prob_error tail > 1.05 [M]; TRL IS ratio outside 0.8-1.25
+    "prob_error_max": 1.05,
+    "is_ratio_lo": 0.8,
+    "is_ratio_hi": 1.25,
+    # run.stopped_early / run.in_progress: last step < 90% of the planned total; newest file 15 minutes old
+    "stopped_share": 0.90,
+    "stale_minutes": 15,
     # suggestion targets (findings.md, Definitions)
     "target_band_share_lo": 0.25,
     "target_band_share_hi": 0.35,

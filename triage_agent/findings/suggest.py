@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triage_agent.analysis import rewards, whatif
-from triage_agent.analysis.rollouts import reliability
+from triage_agent.analysis.rollouts import pass_rates, reliability, zero_variance_share
 from triage_agent.analysis.stats import rnd
 from triage_agent.findings.engine import REGISTRY
 from triage_agent.findings.facts import Facts, number
@@ -19,7 +19,14 @@ from triage_agent.findings.model import Adjustment, Finding, Rejected
 from triage_agent.runs.model import ConfigValue, Run
 
 UNIT_KEYS = {"easy_threshold", "unsolvable_threshold", "target_accuracy"}
-COUNT_KEYS = {"rollouts_per_question", "boundary_rollouts", "calibrate_every_steps"}
+COUNT_KEYS = {"rollouts_per_question", "boundary_rollouts", "calibrate_every_steps", "num_generations",
+              "max_completion_length", "max_response_length", "response_length", "max_steps"}
+# trainer keys that are non-negative reals whatever their type in the file (`beta: 0` is a coefficient)
+REAL_KEYS = {"beta", "kl_coef", "kl_loss_coef", "init_kl_coef", "learning_rate", "lr", "entropy_coeff",
+             "temperature", "max_grad_norm"}
+NOT_PREDICTABLE = "not predictable from this run"
+GENERATION_LEAVES = {"num_generations", "n"}
+TRUNCATION_LEAVES = {"max_completion_length", "max_response_length", "response_length"}
 CODE_SUFFIXES = (".py", ".sh", ".ipynb", ".cpp", ".c", ".rs", ".js", ".ts")
 
 
@@ -47,7 +54,10 @@ def check(facts: Facts, file: str, key: str, to: Any) -> tuple[ConfigValue | Non
         return None, "the new value is not a number"
     leaf = cv.leaf
     parent = cv.name.rsplit(".", 2)[-2] if cv.name.count(".") >= 1 else ""
-    if leaf in COUNT_KEYS or (isinstance(cv.value, int) and parent != "weights"):
+    if leaf in REAL_KEYS:
+        if new < 0 or (leaf == "temperature" and new == 0):
+            return None, f"{leaf} must be {'> 0' if leaf == 'temperature' else '>= 0'}"
+    elif leaf in COUNT_KEYS or cv.name.endswith("rollout.n") or (isinstance(cv.value, int) and parent != "weights"):
         if new < 1 or int(new) != new:
             return None, "a count must be an integer >= 1"
     elif parent == "weights" or ".weights." in f".{cv.name}":
@@ -117,6 +127,7 @@ def simulate(facts: Facts, changes: list[tuple[ConfigValue, float]]) -> Simulati
     if "calibrate_every_steps" in leaf_new:
         sim.predicted["calibrate_every_steps"] = {"interval": int(leaf_new["calibrate_every_steps"])}
         sim.meets["calibrate_every_steps"] = leaf_new["calibrate_every_steps"] >= rules["calibration_min_interval"]
+    _simulate_trainer(facts, changes, sim)
     if "candidate_score_threshold" in leaf_new and run.solver_scores is not None:
         thr = leaf_new["candidate_score_threshold"]
         frame = run.solver_scores.frame
@@ -127,6 +138,33 @@ def simulate(facts: Facts, changes: list[tuple[ConfigValue, float]]) -> Simulati
         sim.predicted["candidate_score_threshold"] = {"candidates": n, "confirmed_share": rnd(share)}
         sim.meets["candidate_score_threshold"] = n > 0 and share >= rules["confirmed_ratio_min"]
     return sim
+
+
+def _simulate_trainer(facts: Facts, changes: list[tuple[ConfigValue, float]], sim: Simulation) -> None:
+    """Trainer keys: the zero-variance share from per-prompt pass rates, a lower bound of the clipped share from
+    per-sample lengths; anything else the data cannot predict says so and is never shown as checked."""
+    rollouts = facts.run.rollouts.frame if facts.run.rollouts is not None else None
+    for cv, value in changes:
+        leaf = cv.leaf
+        if leaf not in REAL_KEYS and leaf not in GENERATION_LEAVES and leaf not in TRUNCATION_LEAVES:
+            continue
+        if leaf in GENERATION_LEAVES and (leaf != "n" or cv.name.endswith("rollout.n")) and rollouts is not None:
+            rates = pass_rates(rollouts["prompt"].tolist(), rollouts["score"].to_numpy())
+            now = number(cv.value)
+            sim.predicted[leaf] = {
+                "zero_variance_share": rnd(zero_variance_share(rates, int(value)), 4),
+                "zero_variance_share_now": rnd(zero_variance_share(rates, int(now)), 4) if now else None,
+                "prompts": len(rates), "source": facts.run.rollouts.source if facts.run.rollouts else None}
+            sim.meets[leaf] = zero_variance_share(rates, int(value)) < facts.rules["zero_std_share_max"]
+        elif leaf in TRUNCATION_LEAVES and rollouts is not None and "length" in rollouts.columns:
+            lengths = rollouts["length"].to_numpy(dtype=float)
+            # samples cut at the old cap are censored: their true length is unknown, so this is a lower bound
+            sim.predicted[leaf] = {"clipped_share_at_least": rnd(float((lengths >= value).mean()), 4),
+                                   "samples": len(lengths)}
+            sim.meets[leaf] = None
+        else:
+            sim.predicted[leaf] = {"note": NOT_PREDICTABLE}
+            sim.meets[leaf] = None
 
 
 def _sim_key(cv: ConfigValue, facts: Facts) -> str:

@@ -39,7 +39,8 @@ def document(report: Report) -> dict[str, Any]:
         "findings": [
             {"id": f.id, "severity": f.severity, "title": f.title, "evidence": f.evidence,
              **({"suggestion": {k: v for k, v in f.suggestion.items()}} if f.suggestion else {}),
-             **({"concerns": f.concerns} if f.concerns else {}), **({"stage": f.stage} if f.stage else {})}
+             **({"concerns": f.concerns} if f.concerns else {}), **({"stage": f.stage} if f.stage else {}),
+             **({"fix": f.fix} if f.fix else {})}
             for f in report.findings],
         "diagnosis": [{"cause": d.cause, "findings": d.findings, "evidence": d.evidence, "confidence": d.confidence}
                       for d in report.diagnosis],

@@ -1,0 +1,104 @@
+"""Per-step trainer series: head/tail means, rolling means, spikes, crossings (spec: trainer-findings.md).
+
+Pure functions over arrays. **Head** and **tail** are the means over the first and the last 20% of a
+series' logged steps, at least 3 points each.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from triage_agent.analysis.stats import downsample, spearman
+
+
+@dataclass(frozen=True)
+class Series:
+    """One canonical series: finite values at their steps, where it came from, and its raw name."""
+
+    name: str
+    steps: np.ndarray
+    values: np.ndarray
+    source: str
+    raw: str | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+
+def head_tail(values: np.ndarray, fraction: float = 0.2, min_points: int = 3) -> tuple[float, float]:
+    """(head mean, tail mean): the first and last `fraction` of the points, at least `min_points` each."""
+    k = max(min_points, math.ceil(fraction * len(values)))
+    k = min(k, len(values))
+    return float(values[:k].mean()), float(values[-k:].mean())
+
+
+def rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """Trailing means over `window` points (the first window-1 points average what there is)."""
+    if len(values) == 0:
+        return values.astype(float)
+    c = np.cumsum(np.insert(values.astype(float), 0, 0.0))
+    idx = np.arange(1, len(values) + 1)
+    lo = np.maximum(idx - window, 0)
+    out: np.ndarray = (c[idx] - c[lo]) / (idx - lo)
+    return out
+
+
+def spikes(values: np.ndarray, ratio: float, floor: float, min_history: int) -> list[int]:
+    """Indexes whose value exceeds `ratio` x the median of all values before it (at least `min_history`
+    of them) and `floor`. The running median uses two heaps: O(n log n) on a long run."""
+    low: list[float] = []  # max-heap (negated): the lower half
+    high: list[float] = []  # min-heap: the upper half
+    out: list[int] = []
+    for i, v in enumerate(values.astype(float)):
+        if i >= min_history:
+            median = -low[0] if len(low) > len(high) else (-low[0] + high[0]) / 2
+            if v > ratio * median and v > floor:
+                out.append(i)
+        if not low or v <= -low[0]:
+            heapq.heappush(low, -v)
+        else:
+            heapq.heappush(high, v)
+        if len(low) > len(high) + 1:
+            heapq.heappush(high, -heapq.heappop(low))
+        elif len(high) > len(low):
+            heapq.heappush(low, -heapq.heappop(high))
+    return out
+
+
+def first_step(steps: np.ndarray, mask: np.ndarray) -> int | None:
+    """The first step where `mask` holds, or None."""
+    idx = np.flatnonzero(mask)
+    return int(steps[idx[0]]) if len(idx) else None
+
+
+@dataclass(frozen=True)
+class SeriesSummary:
+    """What the views and tools show of a series: raw first and last, head/tail means, range, curve."""
+
+    name: str
+    n: int
+    first: float
+    last: float
+    head: float
+    tail: float
+    min: float
+    max: float
+    min_step: int
+    max_step: int
+    first_step: int
+    last_step: int
+    rho_step: float | None
+    curve: list[float]
+
+
+def summarize(s: Series, fraction: float = 0.2, min_points: int = 3, points: int = 40) -> SeriesSummary:
+    head, tail = head_tail(s.values, fraction, min_points)
+    i_min, i_max = int(np.argmin(s.values)), int(np.argmax(s.values))
+    return SeriesSummary(s.name, s.n, float(s.values[0]), float(s.values[-1]), head, tail,
+                         float(s.values[i_min]), float(s.values[i_max]), int(s.steps[i_min]), int(s.steps[i_max]),
+                         int(s.steps[0]), int(s.steps[-1]), spearman(s.steps, s.values), downsample(s.values, points))

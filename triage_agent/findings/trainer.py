@@ -1,0 +1,415 @@
+"""Findings of policy-gradient trainer runs (trainer-findings.md): TRL, verl, OpenRLHF, NeMo-RL, ms-swift.
+
+Every rule reads canonical series through `Facts` (resolved once), needs at least `min_series_steps`
+logged steps, and names the step where what it found starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from triage_agent.analysis import trends
+from triage_agent.analysis.rewards import shares_from_cov
+from triage_agent.analysis.stats import rnd, spearman
+from triage_agent.findings.facts import Facts
+from triage_agent.findings.model import Finding
+from triage_agent.findings.registry import rule
+from triage_agent.findings.rules import Rules, ge, gt
+from triage_agent.findings.suggest_trainer import (
+    entropy_suggestion,
+    kl_suggestion,
+    lr_suggestion,
+)
+
+FAMILY = "trainer"
+HEAD_TAIL = ("head_tail_fraction", "head_tail_min_points", "min_series_steps")
+
+
+def _ev(facts: Facts, s: trends.Series, **numbers: Any) -> dict[str, Any]:
+    """Evidence with the series' head/tail means, raw first/last, steps, raw name and source file."""
+    head, tail = facts.head_tail(s)
+    return {"series": s.name, "logged_as": s.raw, "head_mean": rnd(head, 4), "tail_mean": rnd(tail, 4),
+            "first": rnd(float(s.values[0]), 4), "last": rnd(float(s.values[-1]), 4), "steps": s.n,
+            **numbers, "source": s.source}
+
+
+def _p95_p5(values: np.ndarray) -> float:
+    return float(np.percentile(values, 95) - np.percentile(values, 5))
+
+
+# -- reward ---------------------------------------------------------------------------------------
+@rule("reward.flat", FAMILY, ("flat_min_steps", "flat_rho_max", "flat_gain_share", *HEAD_TAIL),
+      cause="The reward does not move: the policy is not learning (learning rate, advantages or reward signal).",
+      fix="check that the reward functions vary across a group (reward_std > 0) and that the learning rate is not "
+          "zero; try a higher learning rate or easier prompts")
+def reward_flat(facts: Facts, rules: Rules) -> Finding | None:
+    s = facts.series("reward")
+    if s is None or s.n < rules["flat_min_steps"]:
+        return None
+    rho = spearman(s.steps, s.values)  # None for a constant series: flat by any reading
+    head, tail = facts.head_tail(s)
+    spread = _p95_p5(s.values)
+    if rho is not None and (rho >= rules["flat_rho_max"] or not tail - head < rules["flat_gain_share"] * spread):
+        return None
+    what = "flat" if tail >= head or spread == 0 or head - tail < rules["flat_gain_share"] * spread else "not rising"
+    return Finding("reward.flat", "medium",
+                   f"The reward is {what} over {s.n} steps ({head:.3g} → {tail:.3g}, head/tail means; rho "
+                   f"{0.0 if rho is None else rho:+.2f})",
+                   _ev(facts, s, rho_step=rnd(rho), p95_p5=rnd(spread, 4), start_step=int(s.steps[0])))
+
+
+@rule("reward.collapsed", FAMILY, ("collapse_return_share", "collapse_drop_share", *HEAD_TAIL),
+      cause="The reward rose and then fell back: the policy found and lost a behaviour (instability, "
+            "reward hacking undone by a penalty, or a learning rate too high).",
+      fix="resume from the checkpoint near the peak step and lower the learning rate; check what changed at "
+          "the peak (KL, entropy, length)")
+def reward_collapsed(facts: Facts, rules: Rules) -> Finding | None:
+    s = facts.enough("reward")
+    if s is None:
+        return None
+    window = max(5, s.n // 20)
+    roll = trends.rolling_mean(s.values, window)
+    i_peak = int(np.argmax(roll))
+    head, tail = facts.head_tail(s)
+    k = max(int(rules["head_tail_min_points"]), int(np.ceil(rules["head_tail_fraction"] * s.n)))
+    if i_peak >= s.n - k:  # the peak is in the tail: nothing came after it
+        return None
+    peak, low = float(roll[i_peak]), float(roll.min())
+    drop, spread = peak - tail, _p95_p5(s.values)
+    if spread <= 0 or peak <= low or not ge(drop, rules["collapse_return_share"] * (peak - low)) or \
+            not ge(drop, rules["collapse_drop_share"] * spread):
+        return None
+    return Finding("reward.collapsed", "high",
+                   f"The reward peaked at {peak:.3g} (step {int(s.steps[i_peak])}) and fell back to {tail:.3g} "
+                   f"(tail mean)",
+                   _ev(facts, s, peak_rolling_mean=rnd(peak, 4), peak_step=int(s.steps[i_peak]),
+                       rolling_min=rnd(low, 4), window=window, returned_share=rnd(drop / (peak - low)),
+                       start_step=int(s.steps[i_peak])))
+
+
+# -- policy ---------------------------------------------------------------------------------------
+@rule("policy.entropy_collapse", FAMILY, ("entropy_collapse_ratio", "entropy_collapse_ratio_high", *HEAD_TAIL),
+      cause="The policy's entropy collapsed: it samples nearly the same completion every time, so groups tie and "
+            "exploration stops.",
+      fix="raise the sampling temperature to 1.0, add a small entropy bonus (entropy_coeff 0.001), or use "
+          "clip-higher (DAPO's epsilon_high)",
+      rationale="An entropy bonus or a higher temperature keeps the policy sampling different completions.",
+      suggest=entropy_suggestion)
+def entropy_collapse(facts: Facts, rules: Rules) -> Finding | None:
+    s = facts.enough("entropy")
+    if s is None:
+        return None
+    head, tail = facts.head_tail(s)
+    if head <= 0 or not tail <= rules["entropy_collapse_ratio"] * head + 1e-12:
+        return None
+    ratio = tail / head
+    sev = "high" if ratio <= rules["entropy_collapse_ratio_high"] + 1e-12 else "medium"
+    roll = trends.rolling_mean(s.values, 5)
+    start = trends.first_step(s.steps, roll <= rules["entropy_collapse_ratio"] * head)
+    return Finding("policy.entropy_collapse", sev,
+                   f"Entropy fell to {ratio:.0%} of its start ({head:.3g} → {tail:.3g}, head/tail means)",
+                   _ev(facts, s, tail_over_head=rnd(ratio), start_step=start))
+
+
+@rule("policy.kl_explosion", FAMILY, ("kl_growth_ratio", "kl_min", "kl_high", "kl_window", *HEAD_TAIL),
+      cause="The KL divergence from the reference policy blew up: the policy left the region where its reward "
+            "and its updates can be trusted.",
+      fix="raise the KL coefficient (beta / kl_coef), lower the learning rate, or resume from before the step "
+          "where it started",
+      rationale="A larger KL penalty keeps the policy near the reference model.", suggest=kl_suggestion)
+def kl_explosion(facts: Facts, rules: Rules) -> Finding | None:
+    s = facts.enough("kl")
+    if s is None:
+        return None
+    head, tail = facts.head_tail(s)
+    roll = trends.rolling_mean(s.values, int(rules["kl_window"]))
+    peak = max(tail, float(roll[int(rules["kl_window"]) - 1:].max()) if s.n >= rules["kl_window"] else tail)
+    bar = max(rules["kl_growth_ratio"] * max(head, 0.0), rules["kl_min"])
+    if not ge(peak, bar):
+        return None
+    sev = "high" if ge(peak, rules["kl_high"]) else "medium"
+    start = trends.first_step(s.steps, roll >= bar)
+    return Finding("policy.kl_explosion", sev,
+                   f"KL rose to {peak:.3g} (head mean {head:.3g}) from step {start}",
+                   _ev(facts, s, max_rolling_mean=rnd(peak, 4), window=int(rules["kl_window"]), start_step=start))
+
+
+@rule("policy.train_inference_mismatch", FAMILY, ("prob_error_max", "is_ratio_lo", "is_ratio_hi", *HEAD_TAIL),
+      cause="The probabilities the trainer computes differ from those the inference engine sampled with, so the "
+            "update is off-policy in a way the loss does not correct.",
+      fix="match the inference engine's precision and kernels to the trainer's (dtype, attention backend), or turn "
+          "on importance-sampling correction (TRL vllm_importance_sampling_correction, verl rollout IS)")
+def train_inference_mismatch(facts: Facts, rules: Rules) -> Finding | None:
+    s = facts.enough("is_ratio")
+    if s is None or s.raw is None:
+        return None
+    _, tail = facts.head_tail(s)
+    if s.raw.endswith("token_mult_prob_error"):
+        if not gt(tail, rules["prob_error_max"]):
+            return None
+        title = f"NeMo token_mult_prob_error averages {tail:.3g} over the tail (above {rules['prob_error_max']})"
+    elif s.raw.endswith("importance_sampling_ratio/mean"):
+        if rules["is_ratio_lo"] <= tail <= rules["is_ratio_hi"]:
+            return None
+        title = (f"The importance-sampling ratio averages {tail:.3g} over the tail (outside "
+                 f"{rules['is_ratio_lo']}-{rules['is_ratio_hi']})")
+    else:
+        return None  # verl's difference and OpenRLHF's vllm_kl have no threshold in the spec
+    return Finding("policy.train_inference_mismatch", "medium", title, _ev(facts, s))
+
+
+# -- optimisation ---------------------------------------------------------------------------------
+NONFINITE_SERIES = ("loss", "grad_norm", "kl", "reward")
+
+
+@rule("optim.nonfinite", FAMILY,
+      cause="A loss, gradient, KL or reward became NaN or infinite: the update diverged (learning rate, mixed "
+            "precision overflow, a division by a zero std, or a reward function returning NaN).",
+      fix="resume from the last finite checkpoint with a lower learning rate and gradient clipping (max_grad_norm "
+          "1.0); check the reward functions for NaN",
+      rationale="A smaller learning rate keeps updates from diverging.", suggest=lr_suggestion)
+def nonfinite(facts: Facts, rules: Rules) -> Finding | None:
+    bad = {c: facts.run.nonfinite[c] for c in NONFINITE_SERIES if c in facts.run.nonfinite}
+    if not bad or facts.run.metrics is None:
+        return None
+    first = min(v[0] for v in bad.values())
+    which = ", ".join(f"{c} ({n} step{'s' if n != 1 else ''} from {s})" for c, (s, n) in bad.items())
+    return Finding("optim.nonfinite", "high", f"Non-finite values from step {first}: {which}",
+                   {"series": {c: {"first_step": s, "steps": n, "logged_as": facts.run.metric_sources.get(c)}
+                               for c, (s, n) in bad.items()},
+                    "start_step": first, "source": facts.run.metrics.source})
+
+
+@rule("optim.grad_norm_spike", FAMILY, ("grad_spike_ratio", "grad_spike_min", "grad_spike_history",
+                                        "grad_spike_high_count", "min_series_steps"),
+      cause="The gradient norm spiked far above its running median: single batches push the policy hard.",
+      fix="clip gradients (max_grad_norm 1.0) and lower the learning rate; look at the batches of the spike steps",
+      rationale="A smaller learning rate damps the updates that spike.", suggest=lr_suggestion)
+def grad_norm_spike(facts: Facts, rules: Rules) -> Finding | None:
+    s = facts.enough("grad_norm")
+    if s is None:
+        return None
+    idx = trends.spikes(s.values, rules["grad_spike_ratio"], rules["grad_spike_min"], int(rules["grad_spike_history"]))
+    if not idx:
+        return None
+    sev = "high" if len(idx) >= rules["grad_spike_high_count"] else "medium"
+    worst = max(idx, key=lambda i: s.values[i])
+    steps = [int(s.steps[i]) for i in idx]
+    return Finding("optim.grad_norm_spike", sev,
+                   f"{len(idx)} gradient-norm spike{'s' if len(idx) != 1 else ''} (largest {s.values[worst]:.3g} at "
+                   f"step {int(s.steps[worst])})",
+                   _ev(facts, s, spike_steps=steps[:10], spikes=len(idx), largest=rnd(float(s.values[worst]), 4),
+                       start_step=steps[0]))
+
+
+@rule("optim.zero_grad", FAMILY, ("zero_grad_share", "min_series_steps"),
+      cause="The gradient is exactly zero on many steps: every group's rewards tie (or every completion is "
+            "clipped), so there is nothing to learn from.",
+      fix="make the task learnable at this size: more generations per prompt, easier or harder prompts, a longer "
+          "completion limit, or a reward with partial credit")
+def zero_grad(facts: Facts, rules: Rules) -> Finding | None:
+    s = facts.enough("grad_norm")
+    if s is None:
+        return None
+    zero = s.values == 0.0
+    share = float(zero.mean())
+    if not ge(share, rules["zero_grad_share"]):
+        return None
+    return Finding("optim.zero_grad", "medium", f"grad_norm is exactly 0 on {share:.0%} of {s.n} steps",
+                   _ev(facts, s, zero_steps=int(zero.sum()), zero_share=rnd(share),
+                       start_step=trends.first_step(s.steps, zero)))
+
+
+# -- generation -----------------------------------------------------------------------------------
+@rule("generation.length_collapse", FAMILY, ("length_collapse_ratio", *HEAD_TAIL),
+      cause="Completions became much shorter: the policy learnt to stop early (a length penalty or a format reward "
+            "that pays for short answers).",
+      fix="check the reward for a length bias (format rewards, overlong penalties) and the EOS handling")
+def length_collapse(facts: Facts, rules: Rules) -> Finding | None:
+    s = facts.enough("length")
+    if s is None:
+        return None
+    head, tail = facts.head_tail(s)
+    if head <= 0 or not tail <= rules["length_collapse_ratio"] * head + 1e-9:
+        return None
+    roll = trends.rolling_mean(s.values, 5)
+    return Finding("generation.length_collapse", "high",
+                   f"Completion length fell to {tail / head:.0%} of its start ({head:.0f} → {tail:.0f} tokens, "
+                   "head/tail means)",
+                   _ev(facts, s, tail_over_head=rnd(tail / head),
+                       start_step=trends.first_step(s.steps, roll <= rules["length_collapse_ratio"] * head)))
+
+
+@rule("generation.length_explosion", FAMILY, ("length_explosion_ratio", "clip_head_max", "clip_tail_min",
+                                              *HEAD_TAIL),
+      cause="Completions grow until they hit the length cap: the policy rambles (often reward hacking on length).",
+      fix="add an overlong penalty or a length-normalised loss (DAPO), and check whether the reward favours long "
+          "answers")
+def length_explosion(facts: Facts, rules: Rules) -> Finding | None:
+    s, c = facts.enough("length"), facts.enough("clipped_share")
+    grew = clipped = False
+    ev: dict[str, Any] = {}
+    if s is not None:
+        head, tail = facts.head_tail(s)
+        grew = head > 0 and ge(tail, rules["length_explosion_ratio"] * head)
+        ev = _ev(facts, s, tail_over_head=rnd(tail / head) if head > 0 else None)
+        if grew:
+            roll = trends.rolling_mean(s.values, 5)
+            ev["start_step"] = trends.first_step(s.steps, roll >= rules["length_explosion_ratio"] * head)
+    if c is not None:
+        ch, ct = facts.head_tail(c)
+        clipped = ch < rules["clip_head_max"] and ge(ct, rules["clip_tail_min"])
+        ev["clipped_share_head_mean"], ev["clipped_share_tail_mean"] = rnd(ch, 4), rnd(ct, 4)
+        if clipped and "start_step" not in ev:
+            ev["start_step"] = trends.first_step(c.steps, trends.rolling_mean(c.values, 5) >= rules["clip_tail_min"])
+        ev.setdefault("source", c.source)
+    if not (grew or clipped):
+        return None
+    parts = []
+    if grew and s is not None:
+        head, tail = facts.head_tail(s)
+        parts.append(f"completion length grew {tail / head:.1f}x ({head:.0f} → {tail:.0f} tokens)")
+    if clipped:
+        parts.append(f"clipped share rose from {ev['clipped_share_head_mean']:.0%} to {ev['clipped_share_tail_mean']:.0%}")
+    return Finding("generation.length_explosion", "medium", "; ".join(parts).capitalize() + " (head/tail means)", ev)
+
+
+# -- reward components ----------------------------------------------------------------------------
+@rule("reward.component_dominates", FAMILY, ("dominant_share", "dominant_share_high", "stagnant_rho",
+                                             "min_series_steps"),
+      cause="One reward component carries most of the reward signal while another does not improve: the policy "
+            "optimises the easy component and ignores the other.",
+      fix="reweight the reward functions (reward_weights) or rescale the dominant one; check whether the stagnant "
+          "component can be earned at all")
+def component_dominates(facts: Facts, rules: Rules) -> Finding | None:
+    m = facts.run.metrics
+    if m is None:
+        return None
+    comps = [c for c in m.frame.columns if c.startswith("rc:")]
+    frame = m.frame[["step", *comps]].dropna()
+    if len(frame) < rules["min_series_steps"]:
+        return None
+    # a component constant on every step is dead (its function never fires): it carries no signal and
+    # cannot "not improve"; it is left out of both sides and named in the evidence
+    live = [c for c in comps if frame[c].std() > 0]
+    dead = [c[3:] for c in comps if c not in live]
+    if len(live) < 2:
+        return None
+    data = frame[live].to_numpy(dtype=float)
+    centered = data - data.mean(axis=0)
+    cov = centered.T @ centered / len(data)
+    shares = shares_from_cov(cov, live, dict.fromkeys(live, 1.0))
+    top = max(shares, key=lambda k: shares[k])
+    steps = frame["step"].to_numpy(dtype=float)
+    rhos = {c: spearman(steps, frame[c].to_numpy(dtype=float)) for c in live}
+    stagnant = [c for c in live if c != top and (rhos[c] is None or (rhos[c] or 0.0) < rules["stagnant_rho"])]
+    if not ge(shares[top], rules["dominant_share"]) or not stagnant:
+        return None
+    sev = "high" if ge(shares[top], rules["dominant_share_high"]) else "medium"
+    return Finding("reward.component_dominates", sev,
+                   f"{top[3:]} carries {shares[top]:.0%} of the reward signal while {', '.join(c[3:] for c in stagnant)} "
+                   "does not improve",
+                   {"shares": {k[3:]: rnd(v) for k, v in shares.items()}, "rho_step": {k[3:]: rnd(v) for k, v in rhos.items()},
+                    "dominant": top[3:], "stagnant": [c[3:] for c in stagnant], "dead": dead, "steps": len(frame),
+                    "approximate": True, "source": m.source})
+
+
+# -- run state ------------------------------------------------------------------------------------
+def _planned(facts: Facts) -> tuple[int, str] | None:
+    if facts.run.planned_steps is not None:
+        return facts.run.planned_steps
+    for leaf in ("max_steps", "total_training_steps"):
+        cv = facts.config(leaf)
+        if cv is not None and isinstance(cv.value, int) and not isinstance(cv.value, bool) and cv.value > 0:
+            return cv.value, f"{cv.file}:{cv.key}"
+    return None
+
+
+def _last_step(facts: Facts) -> tuple[int, str] | None:
+    run = facts.run
+    cands: list[tuple[int, str]] = []
+    if run.metrics is not None and len(run.metrics.frame):
+        cands.append((int(run.metrics.frame["step"].max()), run.metrics.source))
+    for s in run.logs:
+        if s.last_step is not None:
+            cands.append((s.last_step, s.path))
+        if s.progress_current:
+            cands.append((s.progress_current, s.path))
+    return max(cands) if cands else None
+
+
+def _stopped(facts: Facts, rules: Rules) -> dict[str, Any] | None:
+    """Evidence when the run logged steps, stopped short of its plan and no log crashed."""
+    planned, last = _planned(facts), _last_step(facts)
+    if planned is None or last is None or last[0] <= 0 or any(s.crash for s in facts.run.logs):
+        return None
+    if last[0] >= rules["stopped_share"] * planned[0]:
+        return None
+    age = None if facts.run.newest_mtime is None else max(0.0, facts.run.now - facts.run.newest_mtime)
+    return {"last_step": last[0], "planned_steps": planned[0], "share_done": rnd(last[0] / planned[0], 4),
+            "planned_from": planned[1], "newest_file_age_minutes": None if age is None else rnd(age / 60, 1),
+            "start_step": last[0], "source": last[1]}
+
+
+def _young(facts: Facts, rules: Rules, ev: dict[str, Any]) -> bool:
+    age = ev["newest_file_age_minutes"]
+    return age is not None and age < rules["stale_minutes"]
+
+
+@rule("run.stopped_early", FAMILY, ("stopped_share", "stale_minutes"),
+      cause="The run stopped well before its planned steps without a crash in its logs: killed, preempted, out of "
+            "time, or hung.",
+      fix="check the scheduler's record (time limit, preemption, OOM killer in dmesg) and resume from the last "
+          "checkpoint")
+def stopped_early(facts: Facts, rules: Rules) -> Finding | None:
+    ev = _stopped(facts, rules)
+    if ev is None or _young(facts, rules, ev):
+        return None
+    return Finding("run.stopped_early", "medium",
+                   f"The run stopped at step {ev['last_step']} of {ev['planned_steps']} planned "
+                   f"({ev['share_done']:.1%}) with no crash in its logs", ev)
+
+
+@rule("run.in_progress", FAMILY, ("stopped_share", "stale_minutes"),
+      cause="The run is still writing its files: the findings describe it so far.",
+      fix="run `triage inspect` again later, or follow it with `triage watch`")
+def in_progress(facts: Facts, rules: Rules) -> Finding | None:
+    ev = _stopped(facts, rules)
+    if ev is None or not _young(facts, rules, ev):
+        return None
+    return Finding("run.in_progress", "info",
+                   f"The run is at step {ev['last_step']} of {ev['planned_steps']} and its files changed "
+                   f"{ev['newest_file_age_minutes']:g} minutes ago", ev)
+
+
+NEEDED = {
+    "reward": "no reward metric under any known name (add one with [columns] reward = \"...\" in triage.toml)",
+    "entropy": "verl logs actor/entropy only with calculate_entropy or a non-zero entropy_coeff; TRL logs entropy "
+               "from v0.19",
+    "kl": "TRL logs no kl when beta == 0; verl logs actor/kl_loss only with use_kl_loss",
+    "grad_norm": "the trainer does not log the gradient norm",
+    "length": "no completion-length metric (TRL completions/mean_length, verl response_length/mean)",
+    "clipped_share": "TRL logs completions/clipped_ratio from v0.17; verl logs response_length/clip_ratio",
+    "zero_std_share": "TRL logs frac_reward_zero_std from v0.19; verl and OpenRLHF do not log it",
+}
+
+
+@rule("metrics.not_logged", FAMILY,
+      cause="Some series the rules need are not logged, so the findings that read them could not be checked.",
+      fix="log the missing metrics (see the reasons in the evidence) or map their names with [columns] in "
+          "triage.toml")
+def not_logged(facts: Facts, rules: Rules) -> Finding | None:
+    m = facts.run.metrics
+    if m is None:
+        return None
+    missing = {k: v for k, v in NEEDED.items() if facts.series(k) is None}
+    beta = facts.config("beta")
+    if "kl" in missing and beta is not None and beta.value == 0:
+        missing["kl"] = f"{beta.file}:{beta.key} is 0, so TRL computes and logs no KL"
+    if not missing:
+        return None
+    return Finding("metrics.not_logged", "info",
+                   f"Not logged: {', '.join(missing)} (the rules that need them were not checked)",
+                   {"series": missing, "source": m.source})
