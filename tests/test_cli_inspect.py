@@ -20,6 +20,11 @@ PLANTED = {
     "reward_hacking": {"hacking.proxy_gold_divergence", "hacking.high_score_failures", "calibration.miscalibrated",
                        "calibration.too_frequent"},
     "calibration_healthy": set(),
+    "trl_healthy": set(),
+    "trl_entropy_collapse": {"policy.entropy_collapse"},
+    "verl_kl_explosion": {"policy.kl_explosion"},
+    "swift_zero_variance": {"reward.zero_variance_groups"},
+    "trl_oom_crash": {"log.crash"},
 }
 
 

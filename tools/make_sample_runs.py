@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from triage_agent import synth
+
 ROOT = Path(__file__).resolve().parent.parent / "sample_runs"
 STEPS = 300
 
@@ -315,6 +317,111 @@ Planted findings: none of severity medium or high.
 """)
 def calibration_healthy(run: Path) -> None:
     solver_run(run, 12, hacking=False)
+
+
+# -- trainer runs (TRL, verl, ms-swift), written by triage_agent.synth -----------------------------------
+TRL_CONFIG = """# TRL GRPOConfig (as passed to GRPOTrainer)
+output_dir: outputs/qwen-grpo
+learning_rate: 1.0e-6
+beta: 0.04
+temperature: {temperature}
+num_generations: 8
+max_completion_length: 512
+max_steps: 200
+logging_steps: 1
+"""
+
+OOM_TAIL = """Traceback (most recent call last):
+  File "/workspace/train_grpo.py", line 88, in <module>
+    trainer.train()
+  File "/usr/lib/python3.11/site-packages/transformers/trainer.py", line 2245, in train
+    return inner_training_loop(
+  File "/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1412, in _compute_loss
+    logits = model(input_ids, attention_mask=attention_mask).logits
+  File "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1751, in _call_impl
+    return forward_call(*args, **kwargs)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total capacity of 79.15 GiB \
+of which 2.31 GiB is free.
+"""
+
+
+@sample("trl_healthy", """# trl_healthy
+
+A TRL GRPO run that learns (`checkpoint-200/trainer_state.json`): reward rises from about 0.8 to 1.6,
+entropy declines gently (0.9 to 0.65), KL stays under 0.05, nothing is clipped.
+
+Planted findings: none of severity medium or high.
+""")
+def trl_healthy(run: Path) -> None:
+    write_text(run / "grpo_config.yaml", TRL_CONFIG.format(temperature=1.0))
+    synth.write(run / "checkpoint-200", "trl_state", synth.healthy(200, 21))
+
+
+@sample("trl_entropy_collapse", """# trl_entropy_collapse
+
+A TRL GRPO run whose policy stops exploring: entropy falls from about 0.9 to 0.02 and more and more groups tie.
+Only a console capture (`nohup.out`, dict lines between tqdm redraws) and the GRPOConfig
+(`temperature: 0.7`).
+
+Planted findings: `policy.entropy_collapse` (high), with the suggestion temperature 0.7 -> 1.0.
+""")
+def trl_entropy_collapse(run: Path) -> None:
+    write_text(run / "grpo_config.yaml", TRL_CONFIG.format(temperature=0.7))
+    synth.write(run, "trl_nohup", synth.entropy_collapse(200, 22))
+
+
+@sample("verl_kl_explosion", """# verl_kl_explosion
+
+A verl GRPO run whose KL loss blows up after 60% of training (from about 0.01 to over 1), in the verl console
+format (`step:N - key:value`, Ray prefixes, ANSI colours), with verl's resolved Hydra config in `.hydra/`.
+
+Planted findings: `policy.kl_explosion` (medium), with the suggestion kl_loss_coef 0.001 -> 0.002.
+""")
+def verl_kl_explosion(run: Path) -> None:
+    write_text(run / ".hydra" / "config.yaml", """actor_rollout_ref:
+  actor:
+    use_kl_loss: true
+    kl_loss_coef: 0.001
+    entropy_coeff: 0
+    optim:
+      lr: 1.0e-06
+  rollout:
+    n: 5
+    temperature: 1.0
+data:
+  max_response_length: 1024
+trainer:
+  total_training_steps: 200
+""")
+    synth.write(run, "verl_console", synth.kl_explosion(200, 23))
+
+
+@sample("swift_zero_variance", """# swift_zero_variance
+
+An ms-swift GRPO run (`output/logging.jsonl`, `output/args.json`) whose groups tie more and more: by the end
+about 85% of groups have identical rewards, so most prompts give no advantage.
+
+Planted findings: `reward.zero_variance_groups` (medium), with the suggestion num_generations 4 -> 8
+(not predictable from this run: it has no per-sample rollouts).
+""")
+def swift_zero_variance(run: Path) -> None:
+    write_text(run / "output" / "args.json", json.dumps({
+        "model": "Qwen/Qwen2.5-7B-Instruct", "rlhf_type": "grpo", "num_generations": 4, "beta": 0.04,
+        "max_completion_length": 512, "learning_rate": 1e-6, "max_steps": 200}, indent=2) + "\n")
+    synth.write(run, "swift_jsonl", synth.zero_variance(200, 24))
+
+
+@sample("trl_oom_crash", """# trl_oom_crash
+
+A TRL GRPO run that dies at step 150 of 200: the console log ends in `torch.OutOfMemoryError` raised
+inside the model's forward pass, called from the training script.
+
+Planted findings: `log.crash` (high, kind `oom`, training frame `/workspace/train_grpo.py:88`).
+""")
+def trl_oom_crash(run: Path) -> None:
+    write_text(run / "grpo_config.yaml", TRL_CONFIG.format(temperature=1.0))
+    series = synth.truncate(synth.healthy(200, 25), 150)
+    write_text(run / "train.log", synth.trl_console(series, 200, OOM_TAIL))
 
 
 def main() -> None:

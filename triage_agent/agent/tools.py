@@ -24,6 +24,7 @@ from triage_agent.runs.logs import clean
 from triage_agent.runs.model import Round, Run
 
 MAX_MATCHES = 20
+MAX_SERIES = 30  # series in one trainer_metrics answer; the rest are counted
 MAX_ROLLOUTS = 10_000  # beyond this the binomial tables cost more than they tell
 SECRET_KEY = re.compile(r"(api[_-]?key|secret|token|password|passwd|auth|credential)", re.I)
 
@@ -51,7 +52,9 @@ def run_overview(facts: Facts) -> dict[str, Any]:
         "rounds": [{"name": r.name, "history_rows": len(r.history.frame) if r.history else 0,
                     "samples_rows": len(r.samples.frame) if r.samples else 0, "source": r.history.source if r.history else r.meta_source}
                    for r in run.rounds][:12],
-        "trainer_metrics": {"steps": len(run.metrics.frame), "columns": list(run.metrics.frame.columns)[:20],
+        "trainer_metrics": {"trainer": run.trainer, "steps": len(run.metrics.frame),
+                            "series": facts.trainer_columns()[:30], "total_series": len(facts.trainer_columns()),
+                            "planned_steps": run.planned_steps[0] if run.planned_steps else None,
                             "source": run.metrics.source} if run.metrics is not None else None,
         "logs": [{"file": s.path, "lines": s.lines, "metric_steps": s.metric_steps, "last_step": s.last_step}
                  for s in run.logs][:5],
@@ -266,6 +269,39 @@ def calibration_audit(facts: Facts) -> dict[str, Any]:
     return out
 
 
+def trainer_metrics(facts: Facts, series: str | None = None) -> dict[str, Any]:
+    """Per-step trainer series by canonical name (reward, entropy, kl, grad_norm, loss, length, clipped_share, zero_std_share, lr, is_ratio, validation; reward components as rc:<fn>): steps logged, the raw first and last values, head/tail means (first/last 20% of steps), min and max with their steps, the trend, and for one series a 40-point curve.
+
+    Args:
+        series: one series name (see run_overview); every series, without curves, when omitted
+    """
+    names = facts.trainer_columns() + (["validation"] if facts.run.validation is not None else [])
+    if not names:
+        raise ValueError("this run has no per-step trainer metrics")
+    if series is not None and series not in names:
+        raise ValueError(f"no series '{series[:80]}'; series: {', '.join(names[:40])}")
+
+    def one(name: str, curve: bool) -> dict[str, Any] | None:
+        sm = facts.summary(name)
+        if sm is None:
+            return None
+        out = {"steps": sm.n, "first": _r(sm.first), "last": _r(sm.last), "head_mean": _r(sm.head),
+               "tail_mean": _r(sm.tail), "min": _r(sm.min), "min_step": sm.min_step, "max": _r(sm.max),
+               "max_step": sm.max_step, "rho_step": _r(sm.rho_step),
+               "logged_as": facts.run.validation_key if name == "validation" else facts.run.metric_sources.get(name)}
+        if name in facts.run.nonfinite:
+            out["nonfinite_from_step"], out["nonfinite_steps"] = facts.run.nonfinite[name]
+        if curve:
+            out["curve_40pt"] = [rnd(v, 4) for v in sm.curve]
+        return out
+
+    source = facts.run.metrics.source if facts.run.metrics is not None else "eval rows"
+    if series is not None:
+        return {"series": series, **(one(series, True) or {"steps": 0}), "source": source}
+    shown = {n: got for n in names[:MAX_SERIES] if (got := one(n, False)) is not None}
+    return {"series": shown, "total_series": len(names), "shown": len(shown), "source": source}
+
+
 def simulate_adjustment(facts: Facts, changes: dict[str, float]) -> dict[str, Any]:
     """What-if: re-compute the run's numbers with config changes applied together, and say whether each meets its target.
 
@@ -324,7 +360,7 @@ def search_log(facts: Facts, pattern: str, file: str | None = None, max_matches:
 
 TOOLS: list[Callable[..., dict[str, Any]]] = [
     run_overview, list_findings, read_config, summarize_reward_histogram, diff_rounds, filter_audit, reward_balance,
-    rollout_reliability, generator_trajectory, calibration_audit, simulate_adjustment, search_log]
+    rollout_reliability, generator_trajectory, calibration_audit, trainer_metrics, simulate_adjustment, search_log]
 BY_NAME = {fn.__name__: fn for fn in TOOLS}
 
 

@@ -8,5 +8,6 @@ from triage_agent.report import Report, offline_report
 from triage_agent.runs.load import Progress, load_run
 
 
-def inspect(path: str | Path, progress: Progress | None = None) -> Report:
-    return offline_report(load_run(path, progress))
+def inspect(path: str | Path, progress: Progress | None = None, now: float | None = None) -> Report:
+    """The offline report; `now` (default: the clock) is what file ages are measured against."""
+    return offline_report(load_run(path, progress, now))

@@ -9,7 +9,6 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from triage_agent.analysis import rewards
 from triage_agent.render import calibration
 from triage_agent.render.text import sparkline
 from triage_agent.report import Report
@@ -57,7 +56,7 @@ def rounds_table(report: Report) -> Table | None:
     if not rows:
         return None
     t = Table(title="Per-round series", expand=False)
-    for col in ("round", "series", "mean", "first→last", "rho(step)", "swing", "curve"):
+    for col in ("round", "series", "mean", "first→last 10% (means)", "rho(step)", "swing", "curve"):
         t.add_column(col)
     for rname, name, st in rows[:40]:
         t.add_row(rname, name, f"{st.mean:.3f}", f"{st.first:.3f}→{st.last:.3f}",
@@ -66,23 +65,54 @@ def rounds_table(report: Report) -> Table | None:
     return t
 
 
+def finding_starts(report: Report) -> dict[str, list[str]]:
+    """Series name -> "finding id @ step" for the findings that name a series and where they start."""
+    out: dict[str, list[str]] = {}
+    for f in report.findings:
+        series, start = f.evidence.get("series"), f.evidence.get("start_step")
+        names = list(series) if isinstance(series, dict) else [series] if isinstance(series, str) else []
+        for name in names:
+            out.setdefault(name, []).append(f.id + (f" @ {start}" if start is not None else ""))
+    return out
+
+
 def metrics_table(report: Report) -> Table | None:
-    """A trainer run's canonical metrics (reward, clipped ratio, KL...) with trend and curve."""
-    run = report.run
-    if run.metrics is None or len(run.metrics.frame) < 2:
+    """A trainer run's canonical series: raw first and last values, head/tail means, range, trend, curve,
+    and the findings that start on each."""
+    facts, run = report.facts, report.run
+    if run.metrics is None:
         return None
-    frame = run.metrics.frame
-    cols = [c for c in ("reward", "reward_std", "zero_std_share", "clipped_share", "length", "kl",
-                        "entropy", "loss") if c in frame.columns and frame[c].notna().sum() >= 2]
-    if not cols:
+    starts = finding_starts(report)
+    rows = [(c, sm) for c in facts.trainer_columns()[:24] if (sm := facts.summary(c)) is not None and sm.n >= 2]
+    val = facts.summary("validation")
+    if val is not None and val.n >= 2:
+        rows.append(("validation", val))
+    if not rows:
         return None
-    t = Table(title=f"Trainer metrics ({run.metrics.source}, {len(frame)} steps)", expand=False)
-    for col in ("metric", "first→last", "rho(step)", "curve"):
+    frac = f"{report.rules['head_tail_fraction']:.0%}"
+    t = Table(title=f"Trainer metrics ({run.metrics.source}, {len(run.metrics.frame)} steps; head/tail = means of "
+                    f"the first/last {frac} of steps)", expand=False)
+    for col in ("series", "steps", "first → last", "head → tail", "min … max", "rho(step)", "curve", "findings"):
         t.add_column(col)
-    for name, st in rewards.history_stats(frame, cols).items():
-        t.add_row(name, f"{st.first:.3g}→{st.last:.3g}", "" if st.rho_step is None else f"{st.rho_step:+.2f}",
-                  sparkline(st.spark))
+    for name, sm in rows:
+        t.add_row(name.replace("rc:", "reward fn "), str(sm.n), f"{_num(sm.first)} → {_num(sm.last)}",
+                  f"{_num(sm.head)} → {_num(sm.tail)}",
+                  f"{_num(sm.min)} (step {sm.min_step}) … {_num(sm.max)} (step {sm.max_step})",
+                  "" if sm.rho_step is None else f"{sm.rho_step:+.2f}", sparkline(sm.curve),
+                  ", ".join(starts.get(name, [])))
     return t
+
+
+def _num(v: float) -> str:
+    """A number as people read it: no -0.000, no exponent for ordinary magnitudes."""
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 1:
+        return f"{v:.3g}" if a < 100 else f"{v:.0f}"
+    return f"{v:.3g}"
 
 
 def filter_panel(report: Report) -> Panel | None:

@@ -1,0 +1,193 @@
+"""Synthetic trainer runs: seeded per-step series written in each trainer's own output format.
+
+Used by `tools/make_sample_runs.py` (the committed sample runs) and by the tests that hold every
+supported format to the same findings. The series are named canonically (reward, entropy, kl, ...)
+and each writer maps them onto its trainer's metric names (the spec's alias table read backwards).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# canonical -> the name each trainer logs it under (trainer-findings.md, aliases)
+NAMES: dict[str, dict[str, str]] = {
+    "trl": {"reward": "reward", "reward_std": "reward_std", "zero_std_share": "frac_reward_zero_std",
+            "entropy": "entropy", "kl": "kl", "grad_norm": "grad_norm", "loss": "loss",
+            "length": "completions/mean_length", "clipped_share": "completions/clipped_ratio", "lr": "learning_rate"},
+    "verl": {"reward": "critic/score/mean", "reward_std": "critic/score/std", "entropy": "actor/entropy",
+             "kl": "actor/kl_loss", "grad_norm": "actor/grad_norm", "loss": "actor/pg_loss",
+             "length": "response_length/mean", "clipped_share": "response_length/clip_ratio", "lr": "actor/lr"},
+    "openrlhf": {"reward": "reward", "reward_std": "group_reward_std", "entropy": "entropy", "kl": "kl",
+                 "grad_norm": "actor_grad_norm", "loss": "policy_loss", "length": "response_length",
+                 "lr": "actor_lr"},
+    "swift": {"reward": "reward", "reward_std": "reward_std", "zero_std_share": "frac_reward_zero_std",
+              "entropy": "entropy/mean", "kl": "kl", "grad_norm": "grad_norm", "loss": "loss",
+              "length": "completions/mean_length", "clipped_share": "completions/clipped_ratio",
+              "lr": "learning_rate"},
+    "nemo": {"reward": "reward", "entropy": "approx_entropy", "kl": "kl_penalty", "grad_norm": "grad_norm",
+             "loss": "loss", "length": "mean_gen_tokens_per_sample", "clipped_share": "truncation_rate", "lr": "lr"},
+}
+COMPONENT = {"trl": "rewards/{}/mean", "swift": "rewards/{}/mean", "verl": "reward_extra/{}/mean"}
+
+
+@dataclass
+class Series:
+    """A run's per-step values, canonically named; `components` are reward functions (summed into reward)."""
+
+    steps: np.ndarray
+    values: dict[str, np.ndarray]
+    components: dict[str, np.ndarray] = field(default_factory=dict)
+    planned: int | None = None
+
+    def row(self, i: int, trainer: str) -> dict[str, float]:
+        names = NAMES[trainer]
+        out = {names[k]: float(v[i]) for k, v in self.values.items() if k in names}
+        pattern = COMPONENT.get(trainer)
+        if pattern:
+            out |= {pattern.format(k): float(v[i]) for k, v in self.components.items()}
+        return out
+
+
+def healthy(n: int = 200, seed: int = 0) -> Series:
+    """A GRPO run that learns: reward rises, entropy declines gently, KL stays small, nothing is clipped."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    acc = 0.2 + 0.5 * (1 - np.exp(-3 * t)) + rng.normal(0, 0.03, n)
+    fmt = 0.5 + 0.4 * t + rng.normal(0, 0.02, n)
+    return Series(np.arange(1, n + 1), {
+        "reward": acc + fmt,
+        "reward_std": 0.4 - 0.1 * t + rng.normal(0, 0.02, n),
+        "zero_std_share": np.clip(0.1 + 0.1 * t + rng.normal(0, 0.02, n), 0, 1),
+        "entropy": 0.9 - 0.25 * t + rng.normal(0, 0.01, n),
+        "kl": 0.001 + 0.04 * t + np.abs(rng.normal(0, 0.002, n)),
+        "grad_norm": 0.3 + np.abs(rng.normal(0, 0.05, n)),
+        "loss": rng.normal(0, 0.01, n),
+        "length": 220 - 20 * t + rng.normal(0, 5, n),
+        "clipped_share": np.clip(0.01 + rng.normal(0, 0.005, n), 0, 1),
+        "lr": np.full(n, 1e-6),
+    }, {"accuracy_reward": acc, "format_reward": fmt}, planned=n)
+
+
+def entropy_collapse(n: int = 200, seed: int = 1) -> Series:
+    s = healthy(n, seed)
+    t = np.linspace(0, 1, n)
+    rng = np.random.default_rng(seed + 100)
+    s.values["entropy"] = 0.9 * np.exp(-5 * t) + 0.01 + np.abs(rng.normal(0, 0.003, n))
+    # groups tie more and more often as the policy stops exploring
+    s.values["zero_std_share"] = np.clip(0.1 + 0.35 * t + rng.normal(0, 0.02, n), 0, 1)
+    return s
+
+
+def kl_explosion(n: int = 200, seed: int = 2) -> Series:
+    s = healthy(n, seed)
+    t = np.linspace(0, 1, n)
+    rng = np.random.default_rng(seed + 100)
+    s.values["kl"] = np.where(t < 0.6, 0.002 + 0.01 * t, 0.008 + 8.0 * (t - 0.6) ** 2) + np.abs(rng.normal(0, 0.002, n))
+    return s
+
+
+def zero_variance(n: int = 200, seed: int = 3) -> Series:
+    s = healthy(n, seed)
+    t = np.linspace(0, 1, n)
+    rng = np.random.default_rng(seed + 100)
+    s.values["zero_std_share"] = np.clip(0.3 + 0.6 * t + rng.normal(0, 0.03, n), 0, 1)
+    return s
+
+
+def truncate(s: Series, last: int) -> Series:
+    """The run up to step `last` (a crash), with its plan unchanged."""
+    k = int(np.searchsorted(s.steps, last, side="right"))
+    return Series(s.steps[:k], {c: v[:k] for c, v in s.values.items()},
+                  {c: v[:k] for c, v in s.components.items()}, s.planned)
+
+
+# -- writers ---------------------------------------------------------------------------------------
+def _fmt(v: float) -> str:
+    return repr(round(v, 6))
+
+
+def _bar(step: int, total: int, desc: str = "") -> str:
+    pct = int(100 * step / total)
+    filled = "█" * (pct // 10)
+    return f"{desc}{pct:3d}%|{filled:<10}| {step}/{total} [{step // 60:02d}:{step % 60:02d}<00:10,  1.00s/it]"
+
+
+def trl_console(s: Series, total: int | None = None, tail: str = "") -> str:
+    """transformers' ProgressCallback: tqdm redraws (carriage returns) and `str(logs)` dict lines."""
+    total = total or s.planned or int(s.steps[-1])
+    out = ["***** Running training *****\n", f"  Num examples = {total * 8}\n",
+           f"  Total optimization steps = {total}\n"]
+    for i, step in enumerate(s.steps):
+        row = s.row(i, "trl") | {"epoch": round(float(step) / total, 4)}
+        out.append("\r" + _bar(int(step), total))
+        out.append("\n{" + ", ".join(f"'{k}': {_fmt(v)}" for k, v in row.items()) + "}\n")
+    return "".join(out) + tail
+
+
+def trl_state(s: Series, total: int | None = None) -> str:
+    history = [s.row(i, "trl") | {"step": int(step), "epoch": round(float(step) / (total or s.planned or 1), 4)}
+               for i, step in enumerate(s.steps)]
+    return json.dumps({"global_step": int(s.steps[-1]), "max_steps": total or s.planned, "log_history": history},
+                      indent=1)
+
+
+def verl_console(s: Series, total: int | None = None) -> str:
+    total = total or s.planned or int(s.steps[-1])
+    pre = "\x1b[36m(TaskRunner pid=4242)\x1b[0m "
+    out = [f"{pre}{{'actor_rollout_ref': {{'actor': {{'strategy': 'fsdp'}}}}}}\n", f"{pre}Total training steps: {total}\n"]
+    for i, step in enumerate(s.steps):
+        parts = " - ".join(f"{k}:np.float64({_fmt(v)})" for k, v in s.row(i, "verl").items())
+        out.append(f"{pre}step:{int(step)} - {parts}\n")
+        out.append(f"Training Progress: {_bar(int(step), total)}\n")
+    return "".join(out)
+
+
+def verl_jsonl(s: Series) -> str:
+    return "".join(json.dumps({"step": int(step), "data": s.row(i, "verl")}) + "\n" for i, step in enumerate(s.steps))
+
+
+def swift_jsonl(s: Series, total: int | None = None) -> str:
+    total = total or s.planned or int(s.steps[-1])
+    return "".join(json.dumps(s.row(i, "swift") | {"global_step/max_steps": f"{int(step)}/{total}",
+                                                     "elapsed_time": "1m 2s", "percentage": f"{100 * step / total:.2f}%"})
+                   + "\n" for i, step in enumerate(s.steps))
+
+
+def openrlhf_console(s: Series, total: int | None = None) -> str:
+    total = total or s.planned or int(s.steps[-1])
+    out = ["openrlhf.cli.train_ppo_ray: starting\n"]
+    for i, step in enumerate(s.steps):
+        post = ", ".join(f"{k}={v:.4g}" for k, v in s.row(i, "openrlhf").items())
+        out.append("\r" + _bar(int(step), total, "Episode [1/1]: ")[:-1] + f", {post}]")
+    return "".join(out) + "\n"
+
+
+def wandb_history(s: Series) -> str:
+    return "".join(json.dumps({f"train/{k}": v for k, v in s.row(i, "trl").items()} | {"train/global_step": int(step)})
+                   + "\n" for i, step in enumerate(s.steps))
+
+
+WRITERS: dict[str, tuple[str, Callable[[Series], str]]] = {
+    "trl_console": ("train.log", trl_console),
+    "trl_nohup": ("nohup.out", trl_console),
+    "trl_state": ("trainer_state.json", trl_state),
+    "verl_console": ("verl_demo.log", verl_console),
+    "verl_jsonl": ("metrics.jsonl", verl_jsonl),
+    "swift_jsonl": ("output/logging.jsonl", swift_jsonl),
+    "openrlhf_console": ("train_ppo.txt", openrlhf_console),
+    "wandb_history": ("wandb/run-1/files/wandb-history.jsonl", wandb_history),
+}
+
+
+def write(root: Path, fmt: str, s: Series) -> Path:
+    """Write `s` under `root` in format `fmt` (a key of WRITERS); returns the file written."""
+    rel, writer = WRITERS[fmt]
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(writer(s), encoding="utf-8")
+    return path
