@@ -48,8 +48,10 @@ def test_every_registered_finding_has_cause_family_and_known_thresholds():
 
 
 def test_registered_ids_match_the_readme_list():
-    listed = set(re.findall(r"`([a-z_]+\.[a-z_]+)`", _readme_section("Findings")))
-    assert listed == set(REGISTRY)
+    listed = dict(re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \| (.+) \|$", _readme_section("Findings"), re.M))
+    assert set(listed) == set(REGISTRY)
+    for rid, meaning in listed.items():  # the README's one line is the rule's own cause text
+        assert meaning == REGISTRY[rid].cause, rid
 
 
 @pytest.mark.skipif(not SPEC.is_dir(), reason="shared/spec is not beside the checkout")

@@ -43,7 +43,9 @@ def test_sample_runs_raise_exactly_the_planted_findings(name):
     raised = {f["id"] for f in doc["findings"] if f["severity"] in ("high", "medium")}
     assert raised == PLANTED[name]
     for a in doc["adjustments"]:
-        assert a["meets_target"] is True, a
+        # checked on the data and met, or honestly not predictable (and then never shown as checked)
+        assert a["meets_target"] is True or (a["meets_target"] is None
+                                             and a["predicted"] == {"note": "not predictable from this run"}), a
 
 
 def test_boundary_collapse_report_document():

@@ -3,6 +3,7 @@
 import json
 import time
 
+import pandas as pd
 import pytest
 
 from tests.conftest import REAL_RUNS, finding_ids
@@ -177,19 +178,36 @@ def test_no_progress_with_progress_bar(make_run):
 
 
 REAL = {
-    "trl-grpo-chaos-economy-a": {"generation.truncated"},
-    "trl-grpo-chaos-economy-b": {"generation.truncated"},
+    # clipped_ratio ends at 1.0 and the reward goes negative (SOURCES.md)
+    "trl-grpo-chaos-economy-a": {"generation.truncated", "reward.collapsed", "reward.flat",
+                                 "reward.component_dominates"},
+    "trl-grpo-chaos-economy-b": {"generation.truncated", "reward.flat"},
     "verl-ppo-maze-crash": {"log.crash"},
     "verl-ppo-tpu-stalled": {"log.no_progress"},
-    "verl-grpo-gui-cursor": set(),
+    "verl-grpo-gui-cursor": {"run.stopped_early"},  # step 2 of 563,250 planned, no crash
 }
 
 
 @pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared/real_runs is not beside this checkout")
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_runs(name):
-    rep = inspect(REAL_RUNS / name)
+    rep = inspect(REAL_RUNS / name, now=time.time() + 86400)  # the copies' mtimes are recent: judge them a day on
     assert finding_ids(rep, "medium") == REAL[name]
+    if name == "trl-grpo-chaos-economy-a":
+        # the peak of the trailing rolling mean (window max(5, 40 // 20) = 5), computed here with pandas
+        frame = pd.DataFrame(json.loads((REAL_RUNS / name / "trainer_state.json").read_text())["log_history"])
+        frame = frame.dropna(subset=["reward"])
+        roll = frame["reward"].rolling(5, min_periods=1).mean()
+        f = next(f for f in rep.findings if f.id == "reward.collapsed")
+        assert f.evidence["peak_step"] == int(frame["step"].iloc[int(roll.to_numpy().argmax())])
+    if name == "verl-grpo-gui-cursor":
+        f = next(f for f in rep.findings if f.id == "run.stopped_early")
+        assert (f.evidence["last_step"], f.evidence["planned_steps"]) == (2, 563250)
+    if name == "verl-ppo-maze-crash":
+        f = rep.findings[0]
+        assert f.evidence["kind"] == "other"
+        assert f.evidence["frame"]["file"].endswith("verl/utils/reward_score/__init__.py")
+        assert f.evidence["frame"]["function"] == "_default_compute_score"
     if name == "verl-ppo-maze-crash":
         f = rep.findings[0]
         assert f.evidence["exception"] == "NotImplementedError" and f.evidence["last_step"] is None

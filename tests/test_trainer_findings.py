@@ -1,0 +1,360 @@
+"""Each finding of trainer-findings.md raised from realistic log lines and silent on a near miss.
+
+Series are built so that head and tail means (first/last 20% of steps, at least 3 points) are exact:
+constant blocks at both ends, so every threshold below is checked by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import REAL_RUNS
+from triage_agent import synth
+from triage_agent.commands.inspect import inspect
+from triage_agent.errors import TriageError
+
+
+def ids(report, at_least="info"):
+    return {f.id for f in report.findings if f.at_least(at_least)}
+
+
+def state(rows, max_steps=None):
+    return json.dumps({"max_steps": max_steps, "log_history": rows})
+
+
+def blocks(head, tail, n=20, k=4):
+    """n values: k at `head`, k at `tail`, a straight line between: head/tail means are exactly head and tail."""
+    mid = np.linspace(head, tail, n - 2 * k + 2)[1:-1]
+    return [head] * k + list(mid) + [tail] * k
+
+
+def trl(make_run, series, extra=None, **files):
+    n = len(next(iter(series.values())))
+    rows = [{"step": i + 1, **{k: v[i] for k, v in series.items()}} for i in range(n)]
+    return make_run({"trainer_state.json": state(rows, extra), **files})
+
+
+def finding(rep, fid):
+    return next(f for f in rep.findings if f.id == fid)
+
+
+# -- reward ------------------------------------------------------------------------------------------
+def test_reward_flat_and_near_misses(make_run):
+    wiggle = [0.5 + (0.01 if i % 2 else -0.01) for i in range(40)]  # no trend, tail - head = 0
+    assert "reward.flat" in ids(inspect(trl(make_run, {"reward": wiggle})))
+    assert "reward.flat" not in ids(inspect(trl(make_run, {"reward": wiggle[:29]})))  # fewer than 30 steps
+    assert "reward.flat" not in ids(inspect(trl(make_run, {"reward": list(np.linspace(0, 1, 40))})))  # rho 1
+
+
+def test_reward_collapsed_and_near_miss(make_run):
+    up = list(np.linspace(0.0, 1.0, 20))
+    # window 5 (trailing); the rolling mean peaks at step 22: (18/19 + 17/19... ) = (0.8947 + 0.9474 + 1 + 1 +
+    # 0.9273) / 5 = 0.9539; rolling minimum 0 (the first point); tail 0.2: (0.954 - 0.2) / 0.954 = 0.79 >= 0.5
+    rep = inspect(trl(make_run, {"reward": up + list(np.linspace(1.0, 0.2, 12)) + [0.2] * 8}))
+    f = finding(rep, "reward.collapsed")
+    assert f.severity == "high" and f.evidence["peak_step"] == 22 and f.evidence["tail_mean"] == pytest.approx(0.2)
+    assert f.evidence["peak_rolling_mean"] == pytest.approx(0.9539, abs=1e-4)
+    # falling back only to 0.7: (0.954 - 0.7) / 0.954 = 0.27 < 0.5
+    near = inspect(trl(make_run, {"reward": up + list(np.linspace(1.0, 0.7, 12)) + [0.7] * 8}))
+    assert "reward.collapsed" not in ids(near)
+
+
+# -- policy ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("tail", "severity"), [(0.2, "medium"), (0.1, "high"), (0.3, None)])
+def test_entropy_collapse(make_run, tail, severity):
+    rep = inspect(trl(make_run, {"entropy": blocks(1.0, tail)}))
+    if severity is None:
+        assert "policy.entropy_collapse" not in ids(rep)
+    else:
+        f = finding(rep, "policy.entropy_collapse")
+        assert f.severity == severity and f.evidence["tail_over_head"] == pytest.approx(tail)
+
+
+@pytest.mark.parametrize(("tail", "severity"), [(0.6, "medium"), (2.5, "high"), (0.45, None)])
+def test_kl_explosion(make_run, tail, severity):
+    rep = inspect(trl(make_run, {"kl": blocks(0.01, tail)}))
+    got = {f.id: f.severity for f in rep.findings}.get("policy.kl_explosion")
+    assert got == severity
+
+
+def test_kl_spike_in_a_five_step_window(make_run):
+    # head and tail 0.01; steps 11-15 at 0.8: the 5-step rolling mean is (0.02 + 3 x 0.8) / 5 = 0.484 at step 13,
+    # (0.01 + 4 x 0.8) / 5 = 0.642 >= 0.5 at step 14, and 0.8 at step 15
+    kl = [0.01] * 10 + [0.8] * 5 + [0.01] * 10
+    f = finding(inspect(trl(make_run, {"kl": kl})), "policy.kl_explosion")
+    assert f.evidence["max_rolling_mean"] == pytest.approx(0.8) and f.evidence["start_step"] == 14
+    one = [0.01] * 10 + [0.8] + [0.01] * 14  # one step: rolling mean (0.8 + 4 x 0.01) / 5 = 0.168 < 0.5
+    assert "policy.kl_explosion" not in ids(inspect(trl(make_run, {"kl": one})))
+
+
+@pytest.mark.parametrize(("key", "tail", "raised"), [
+    ("token_mult_prob_error", 1.1, True), ("token_mult_prob_error", 1.04, False),
+    ("sampling/importance_sampling_ratio/mean", 0.7, True), ("sampling/importance_sampling_ratio/mean", 0.85, False)])
+def test_train_inference_mismatch(make_run, key, tail, raised):
+    rep = inspect(trl(make_run, {key: blocks(1.0, tail)}))
+    assert ("policy.train_inference_mismatch" in ids(rep)) is raised
+
+
+# -- optimisation ------------------------------------------------------------------------------------
+def test_nonfinite_from_a_console_log_and_absent_is_not_nan(make_run):
+    s = synth.healthy(30, 5)
+    text = synth.trl_console(s).replace("'loss': ", "'loss': nan, 'x': ", 1)  # the first logged loss is nan
+    f = finding(inspect(make_run({"train.log": text})), "optim.nonfinite")
+    assert f.evidence["start_step"] == 1 and f.evidence["series"]["loss"]["steps"] == 1
+    rows = [{"step": i, "loss": 0.1} for i in range(1, 13)]
+    del rows[6]["loss"]  # a step without a loss is missing, not NaN
+    assert "optim.nonfinite" not in ids(inspect(make_run({"trainer_state.json": state(rows)})))
+
+
+@pytest.mark.parametrize(("values", "severity"), [
+    ({15: 6.0}, "medium"),  # median of the 14 before is 0.5: 6.0 > 10 x 0.5 and > 1.0
+    ({15: 4.9}, None),  # 4.9 < 5.0
+    ({12: 6.0, 15: 6.0, 18: 6.0}, "high"),  # three spikes
+])
+def test_grad_norm_spike(make_run, values, severity):
+    grad = [0.5] * 20
+    for step, v in values.items():
+        grad[step - 1] = v
+    got = {f.id: f.severity for f in inspect(trl(make_run, {"grad_norm": grad})).findings}
+    assert got.get("optim.grad_norm_spike") == severity
+
+
+def test_small_spike_below_one_is_not_a_spike(make_run):
+    grad = [0.05] * 20
+    grad[14] = 0.9  # 18 x the median but not above 1.0
+    assert "optim.grad_norm_spike" not in ids(inspect(trl(make_run, {"grad_norm": grad})))
+
+
+@pytest.mark.parametrize(("zeros", "raised"), [(4, True), (3, False)])  # 4/20 = 20%, 3/20 = 15%
+def test_zero_grad(make_run, zeros, raised):
+    grad = [0.0] * zeros + [0.4] * (20 - zeros)
+    assert ("optim.zero_grad" in ids(inspect(trl(make_run, {"grad_norm": grad})))) is raised
+
+
+# -- generation --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("tail", "raised"), [(100.0, True), (101.0, False)])
+def test_length_collapse(make_run, tail, raised):
+    rep = inspect(trl(make_run, {"completions/mean_length": blocks(400.0, tail)}))
+    assert ("generation.length_collapse" in ids(rep)) is raised
+
+
+@pytest.mark.parametrize(("series", "raised"), [
+    ({"completions/mean_length": blocks(100.0, 300.0)}, True),
+    ({"completions/mean_length": blocks(100.0, 299.0)}, False),
+    ({"completions/clipped_ratio": blocks(0.04, 0.30)}, True),
+    ({"completions/clipped_ratio": blocks(0.05, 0.30)}, False),  # the head is not below 0.05
+])
+def test_length_explosion(make_run, series, raised):
+    assert ("generation.length_explosion" in ids(inspect(trl(make_run, series)))) is raised
+
+
+# -- reward components -------------------------------------------------------------------------------
+@pytest.mark.parametrize(("b_scale", "severity"), [(0.3, "high"), (0.5, "medium"), (0.7, None)])
+def test_component_dominates(make_run, b_scale, severity):
+    # a = +1,-1,... and b = s x (+1,+1,-1,-1,...) are uncorrelated over 20 steps, so a's share is
+    # Var(a) / (Var(a) + Var(b)) = 1 / (1 + s^2): 0.917 (high), 0.8 (medium), 0.671 (< 0.70)
+    a = [1.0 if i % 2 == 0 else -1.0 for i in range(20)]
+    b = [b_scale if i % 4 < 2 else -b_scale for i in range(20)]
+    rep = inspect(trl(make_run, {"rewards/a/mean": a, "rewards/b/mean": b, "rewards/dead/mean": [0.0] * 20}))
+    got = {f.id: f for f in rep.findings}.get("reward.component_dominates")
+    assert (got.severity if got else None) == severity
+    if got:
+        assert got.evidence["shares"]["a"] == pytest.approx(1 / (1 + b_scale**2), abs=1e-3)
+        assert got.evidence["dead"] == ["dead"] and got.evidence["stagnant"] == ["b"]
+
+
+def test_proxy_gold_divergence_on_verl_and_trl(make_run):
+    rising, flat = list(np.linspace(0.1, 0.9, 20)), [0.5 + (0.01 if i % 2 else -0.01) for i in range(20)]
+    rows = [{"step": i + 1, "critic/rewards/mean": rising[i], "critic/score/mean": flat[i]} for i in range(20)]
+    root = make_run({"metrics.jsonl": "".join(json.dumps({"step": r.pop("step"), "data": r}) + "\n" for r in rows)})
+    f = finding(inspect(root), "hacking.proxy_gold_divergence")
+    assert f.evidence["optimized"] == "critic/rewards/mean" and f.evidence["check"] == "critic/score/mean"
+    both = [{"step": i + 1, "critic/rewards/mean": rising[i], "critic/score/mean": rising[i]} for i in range(20)]
+    root = make_run({"metrics.jsonl": "".join(json.dumps({"step": r.pop("step"), "data": r}) + "\n" for r in both)})
+    assert "hacking.proxy_gold_divergence" not in ids(inspect(root))
+    # TRL: eval rows (kept apart from training rows) are the validation series
+    rows = [{"step": i + 1, "reward": rising[i]} for i in range(20)] + \
+        [{"step": i + 1, "eval_reward": flat[i]} for i in range(20)]
+    f = finding(inspect(make_run({"trainer_state.json": state(rows)})), "hacking.proxy_gold_divergence")
+    assert f.evidence["check"] == "eval_reward"
+
+
+# -- run state ---------------------------------------------------------------------------------------
+def test_stopped_early_in_progress_and_finished(make_run):
+    rows = [{"step": i, "loss": 0.1} for i in range(1, 51)]
+    root = make_run({"trainer_state.json": state(rows, 100)})
+    mtime = os.path.getmtime(root / "trainer_state.json")
+    f = finding(inspect(root, now=mtime + 3600), "run.stopped_early")
+    assert f.evidence["last_step"] == 50 and f.evidence["planned_steps"] == 100 and f.severity == "medium"
+    g = finding(inspect(root, now=mtime + 60), "run.in_progress")
+    assert g.severity == "info" and "run.stopped_early" not in ids(inspect(root, now=mtime + 60))
+    done = make_run({"trainer_state.json": state([{"step": i, "loss": 0.1} for i in range(1, 91)], 100)})
+    assert not {"run.stopped_early", "run.in_progress"} & ids(inspect(done, now=time.time() + 3600))  # 90% done
+
+
+def test_stopped_early_reads_verl_and_progress_bar_totals(make_run):
+    s = synth.truncate(synth.healthy(60, 7), 20)
+    root = make_run({"verl_demo.log": synth.verl_console(s, 58)})
+    f = finding(inspect(root, now=time.time() + 3600), "run.stopped_early")
+    assert (f.evidence["last_step"], f.evidence["planned_steps"]) == (20, 58)
+
+
+def test_a_crash_is_not_a_silent_stop(make_run):
+    s = synth.truncate(synth.healthy(60, 7), 20)
+    log = synth.trl_console(s, 60, "Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
+                                   "RuntimeError: boom\n")
+    rep = inspect(make_run({"train.log": log}), now=time.time() + 3600)
+    assert "log.crash" in ids(rep) and "run.stopped_early" not in ids(rep)
+
+
+def test_metrics_not_logged_names_the_reason(make_run):
+    root = trl(make_run, {"reward": list(np.linspace(0, 1, 12))}, **{"grpo_config.yaml": "beta: 0\n"})
+    f = finding(inspect(root), "metrics.not_logged")
+    assert f.severity == "info" and "grpo_config.yaml:beta is 0" in f.evidence["series"]["kl"]
+    assert "entropy" in f.evidence["series"] and "reward" not in f.evidence["series"]
+
+
+# -- crashes -----------------------------------------------------------------------------------------
+TB = 'Traceback (most recent call last):\n  File "/work/train.py", line 12, in main\n    step()\n{line}\n'
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "oom"),
+    ("torch.distributed.DistBackendError: [Rank 3] Watchdog caught collective operation timeout", "nccl_timeout"),
+    ("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue", "engine_dead"),
+    ("ImportError: /x/flash_attn_2_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi", "import"),
+    ("OSError: [Errno 28] No space left on device", "disk"),
+    ("AssertionError: loss is nan", "nonfinite"),
+    ("omegaconf.errors.ConfigAttributeError: Key 'rollout_n' is not in struct", "config"),
+    ("KeyError: 'answer'", "other"),
+])
+def test_crash_kinds_with_the_training_frame(make_run, line, kind):
+    log = "step:3 - critic/score/mean:0.5\n" + TB.format(line=line)
+    f = finding(inspect(make_run({"train.log": log})), "log.crash")
+    assert f.evidence["kind"] == kind and f.evidence["frame"] == {"file": "/work/train.py", "line": 12,
+                                                                  "function": "main"}
+    assert f.evidence["last_step"] == 3 and f.fix
+
+
+def test_killed_is_a_signal(make_run):
+    f = finding(inspect(make_run({"train.log": "step:3 - critic/score/mean:0.5\nKilled\n"})), "log.crash")
+    assert f.evidence["kind"] == "signal"
+
+
+def test_cascade_reports_the_root_import_error(make_run):
+    log = ("(TaskRunner pid=1) actor_rollout_ref: {}\n"
+           "(WorkerDict pid=7) Traceback (most recent call last):\n"
+           '(WorkerDict pid=7)   File "/usr/lib/python3.10/site-packages/ray/_private/worker.py", line 5, in f\n'
+           '(WorkerDict pid=7)   File "/code/verl/workers/fsdp_workers.py", line 40, in <module>\n'
+           "(WorkerDict pid=7) ImportError: /env/flash_attn_2_cuda.so: undefined symbol: _ZN3c10\n"
+           "The actor with name WorkerDict failed to import on the worker.\n"
+           "Traceback (most recent call last):\n"
+           '  File "/code/verl/trainer/main_ppo.py", line 90, in main\n'
+           "AssertionError: failed to get register_center_actor\n")
+    f = finding(inspect(make_run({"grpo.log": log})), "log.crash")
+    assert (f.evidence["kind"], f.evidence["exception"], f.evidence["line"]) == ("import", "ImportError", 5)
+    assert f.evidence["frame"]["file"] == "/code/verl/workers/fsdp_workers.py"
+    assert f.evidence["followed_by"][-1]["exception"] == "AssertionError"
+
+
+def test_a_log_with_no_training_in_it_is_nothing_recognisable(make_run):
+    java = "Exception in thread main java.lang.NullPointerException\n\tat org.x.Main.main(Main.java:5)\n"
+    with pytest.raises(TriageError, match="nothing recognisable") as err:
+        inspect(make_run({"app.log": java}))
+    assert err.value.exit_code == 2
+    # beside a config it is read, but a log without training output cannot have stalled training
+    assert "log.no_progress" not in ids(inspect(make_run({"app.log": java, "configs/c.yaml": "a: 1\n"})))
+
+
+# -- formats -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", sorted(synth.WRITERS))
+def test_healthy_run_raises_nothing_in_every_format(make_run, fmt, tmp_path):
+    root = make_run({})
+    synth.write(root, fmt, synth.healthy(200, 9))
+    rep = inspect(root, now=time.time() + 3600)
+    assert rep.run.metrics is not None and len(rep.run.metrics.frame) == 200
+    assert ids(rep, "medium") == set()
+
+
+@pytest.mark.parametrize("fmt", sorted(synth.WRITERS))
+def test_entropy_collapse_in_every_format(make_run, fmt):
+    root = make_run({})
+    synth.write(root, fmt, synth.entropy_collapse(200, 9))
+    assert "policy.entropy_collapse" in ids(inspect(root), "medium")
+
+
+def test_nemo_rl_tensorboard_and_rollout_dumps_give_the_zero_variance_what_if(make_run):
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    s = synth.zero_variance(40, 4)
+    root = make_run({"config.yaml": "grpo:\n  num_generations_per_prompt: 4\npolicy:\n  generation:\n"
+                                    "    num_generations: 4\n"})
+    writer = EventFileWriter(str(root / "logs" / "exp_001" / "tensorboard"))
+    for i, step in enumerate(s.steps):
+        row = s.row(i, "nemo") | {"baseline_reward/pct_0": s.values["zero_std_share"][i] * 0.5,
+                                  "baseline_reward/pct_1": s.values["zero_std_share"][i] * 0.5}
+        values = [summary_pb2.Summary.Value(tag=f"train/{k}", simple_value=v) for k, v in row.items()]
+        writer.add_event(event_pb2.Event(wall_time=time.time(), step=int(step), summary=summary_pb2.Summary(value=values)))
+    writer.close()
+    # prompt A passes 2 of 4, prompt B 4 of 4: with 8 generations the tied share is
+    # ((0.5^8 + 0.5^8) + (1 + 0)) / 2 = 0.50390625; with 4 it is ((0.0625 + 0.0625) + 1) / 2 = 0.5625
+    dump = [{"content": ["A", f"a{i}"], "rewards": float(i < 2)} for i in range(4)] + \
+        [{"content": ["B", f"b{i}"], "rewards": 1.0} for i in range(4)]
+    (root / "logs" / "exp_001" / "train_data_step40.jsonl").write_text("".join(json.dumps(d) + "\n" for d in dump))
+    rep = inspect(root)
+    assert rep.run.metrics.frame["zero_std_share"].iloc[-1] == pytest.approx(s.values["zero_std_share"][-1], abs=1e-6)
+    adj = next(a for a in rep.adjustments if a.key == "policy.generation.num_generations")
+    assert adj.to == 8 and adj.predicted["zero_variance_share"] == pytest.approx(0.50390625, abs=1e-4)
+    assert adj.predicted["zero_variance_share_now"] == pytest.approx(0.5625) and adj.meets_target is False
+
+
+def test_ms_swift_string_values_and_planned_total(make_run):
+    lines = [{"loss": 0.1, "reward": 0.5, "global_step/max_steps": f"{i}/500", "elapsed_time": "4m 52s",
+              "train_speed(s/it)": 1.2} for i in range(1, 13)]
+    root = make_run({"output/logging.jsonl": "".join(json.dumps(x) + "\n" for x in lines)})
+    rep = inspect(root)
+    assert rep.run.metrics.frame["step"].tolist() == list(range(1, 13))
+    assert rep.run.planned_steps == (500, "output/logging.jsonl") and rep.run.trainer == "ms-swift"
+
+
+def test_openrlhf_postfix_rows(make_run):
+    bar = ("\rEpisode [1/1]:  10%|█         | {s}/20 [00:10<01:30,  1.00s/it, act_loss=0.1{s}, reward=0.{s}, "
+           "kl=0.00{s}]")
+    root = make_run({"train.txt": "openrlhf starting\n" + "".join(bar.format(s=s) for s in range(1, 10)) + "\n"})
+    m = inspect(root).run.metrics.frame
+    assert m["step"].tolist() == list(range(1, 10)) and m["reward"].tolist() == pytest.approx([s / 10 for s in range(1, 10)])
+    assert m["loss"].iloc[0] == pytest.approx(0.11)
+
+
+def test_markdown_prose_is_not_a_log_but_a_pasted_console_is(make_run):
+    prose = "# Notes\n\nTraceback (most recent call last) appears when verl fails.\n"
+    pasted = "# run 7\n```\n" + synth.trl_console(synth.healthy(12, 1)) + "```\n"
+    root = make_run({"notes.md": prose, "run7.md": pasted})
+    assert [s.path for s in inspect(root).run.logs] == ["run7.md"]
+
+
+# -- real runs added to shared/real_runs (SOURCES.md, "Added later"); skipped where absent ----------
+ADDED = {
+    "trl_unsloth_llama31_8b_gsm8k_healthy": (set(), None),
+    "verl_opd_qwen25_3b_length_growth": ({"generation.length_explosion", "generation.truncated"}, None),
+    "verl_logicrl_startup_flashattn_crash": ({"log.crash"}, "import"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADDED))
+def test_real_runs_added_later(name):
+    if not (REAL_RUNS / name).is_dir():
+        pytest.skip(f"{name} is not in shared/real_runs on this machine")
+    expected, kind = ADDED[name]
+    rep = inspect(REAL_RUNS / name, now=time.time() + 86400)
+    assert expected <= ids(rep, "medium")
+    if name.endswith("healthy"):
+        assert ids(rep, "medium") == set()
+    if kind:
+        assert finding(rep, "log.crash").evidence["kind"] == kind
