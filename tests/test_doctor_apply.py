@@ -163,3 +163,25 @@ def test_doctor_leaves_the_given_settings_unchanged(tmp_path):
         res = doctor(given, env)
     assert res.can_report
     assert (given.model, dict(given.sources), dict(given.capabilities)) == before  # model None, nothing learnt
+
+
+@pytest.mark.parametrize(("sample", "file", "before", "after"), [
+    ("trl_entropy_collapse", "grpo_config.yaml", "temperature: 0.7", "temperature: 1.0"),
+    ("swift_zero_variance", "output/args.json", '"num_generations": 4,', '"num_generations": 8,'),
+    ("verl_kl_explosion", ".hydra/config.yaml", "kl_loss_coef: 0.001", "kl_loss_coef: 0.002"),
+])
+def test_apply_edits_trainer_configs(sample, file, before, after, tmp_path):
+    from tests.conftest import SAMPLES
+    from triage_agent.commands.apply import plan, write
+
+    res = plan(SAMPLES / sample)
+    (edit,) = res.edits
+    diff = edit.diff().splitlines()
+    assert edit.file == file
+    assert [line for line in diff if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))] == \
+        [next(line for line in diff if line.startswith("-") and before in line),
+         next(line for line in diff if line.startswith("+") and after in line)]
+    write(res, tmp_path)
+    text = (tmp_path / file).read_text()
+    assert after in text and before not in text
+    assert (SAMPLES / sample / file).read_text().count(before) == 1  # the run folder is untouched

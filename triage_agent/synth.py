@@ -184,8 +184,26 @@ WRITERS: dict[str, tuple[str, Callable[[Series], str]]] = {
 }
 
 
+def tensorboard_events(folder: Path, s: Series, trainer: str = "nemo") -> None:
+    """TensorBoard scalars (`train/<name>`), as NeMo-RL and OpenRLHF write them; needs the `tensorboard` package."""
+    import time
+
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(folder))
+    for i, step in enumerate(s.steps):
+        values = [summary_pb2.Summary.Value(tag=f"train/{k}", simple_value=v) for k, v in s.row(i, trainer).items()]
+        writer.add_event(event_pb2.Event(wall_time=time.time(), step=int(step), summary=summary_pb2.Summary(value=values)))
+    writer.close()
+
+
 def write(root: Path, fmt: str, s: Series) -> Path:
-    """Write `s` under `root` in format `fmt` (a key of WRITERS); returns the file written."""
+    """Write `s` under `root` in format `fmt` (a key of WRITERS, or "tensorboard"); returns what was written."""
+    if fmt == "tensorboard":
+        folder = root / "logs" / "exp_001" / "tensorboard"
+        tensorboard_events(folder, s)
+        return folder
     rel, writer = WRITERS[fmt]
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
