@@ -94,10 +94,16 @@ def clean(text: str) -> str:
     return _RAY_REPEAT.sub("", text)
 
 
+_WRAPPERS = ("np.", "numpy.", "tensor", "torch.tensor")
+
+
 def parse_value(raw: str) -> float | None:
+    """A logged number: `0.5`, `nan`, or wrapped as `np.float64(0.5)` / `tensor(0.5, device='cuda:0')`."""
     raw = raw.strip()
-    m = _VALUE_WRAP.match(raw)
-    if m:
+    if raw.endswith(")"):  # wrapped: unwrap without paying for a failed float() first
+        m = _VALUE_WRAP.match(raw) if raw.startswith(_WRAPPERS) else None
+        if m is None:
+            return None
         raw = m.group(1)
     try:
         return float(raw)
