@@ -361,3 +361,54 @@ def test_real_runs_added_later(name):
         assert ids(rep, "medium") == set()
     if kind:
         assert finding(rep, "log.crash").evidence["kind"] == kind
+
+
+RAY_CASCADE = """(main_task pid=21) {'actor_rollout_ref': {'actor': {'clip_ratio': 0.2}}}
+(main_task pid=21) Total training steps: 560
+(raylet) Traceback (most recent call last):
+  File "python/ray/_raylet.pyx", line 2276, in ray._raylet.task_execution_handler
+  File "/env/lib/python3.9/site-packages/ray/_private/function_manager.py", line 608, in temporary_actor_method
+    raise RuntimeError(
+RuntimeError: The actor with name WorkerDict failed to import on the worker. Dependencies may be missing:
+
+Traceback (most recent call last):
+  File "/env/lib/python3.9/site-packages/flash_attn/flash_attn_interface.py", line 15, in <module>
+    import flash_attn_2_cuda as flash_attn_gpu
+ImportError: /env/lib/python3.9/site-packages/flash_attn_2_cuda.so: undefined symbol: _ZNK3c1011StorageImpl
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/env/lib/python3.9/site-packages/ray/_private/function_manager.py", line 647, in _load_actor_class
+    actor_class = pickle.loads(pickled_class)
+  File "/home/u/Logic-RL/verl/workers/fsdp_workers.py", line 37, in <module>
+    from verl.utils.model import compute_position_id_with_mask
+  File "/home/u/Logic-RL/verl/utils/model.py", line 24, in <module>
+    from transformers import AutoConfig
+RuntimeError: Failed to import transformers.models.mistral.modeling_mistral because of the following error:
+/env/lib/python3.9/site-packages/flash_attn_2_cuda.so: undefined symbol: _ZNK3c1011StorageImpl
+
+An unexpected internal error occurred while the worker was executing a task.
+(raylet) [2025-02-25 19:42:36,213 E 20 21] file_system_monitor.cc:116: /tmp/ray is over 95% full
+Error executing job with overrides: ['algorithm.adv_estimator=grpo']
+Traceback (most recent call last):
+  File "/home/u/Logic-RL/verl/trainer/main_ppo.py", line 105, in main
+    ray.get(main_task.remote(config))
+  File "/env/lib/python3.9/site-packages/ray/_private/worker.py", line 919, in get_objects
+    raise value.as_instanceof_cause()
+ray.exceptions.RayTaskError(AssertionError): ray::main_task() (pid=21, ip=10.0.0.7)
+  File "/home/u/Logic-RL/verl/single_controller/ray/base.py", line 274, in _init_with_resource_pool
+    assert register_center_actor is not None
+AssertionError: failed to get register_center_actor: V9_register_center in []
+
+Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.
+"""
+
+
+def test_ray_worker_import_cascade_points_at_the_import_error(make_run):
+    # the shape of verl_logicrl_startup_flashattn_crash (SOURCES.md): a Ray worker's ImportError, the
+    # RuntimeError it causes, then the driver's AssertionError; the root is the ImportError on line 11
+    f = finding(inspect(make_run({"grpo.log": RAY_CASCADE})), "log.crash")
+    assert (f.evidence["kind"], f.evidence["exception"], f.evidence["line"]) == ("import", "ImportError", 12)
+    assert f.evidence["frame"] == {"file": "/home/u/Logic-RL/verl/utils/model.py", "line": 24, "function": "<module>"}
+    assert f.evidence["followed_by"][-1]["exception"] == "AssertionError" and f.evidence["last_step"] is None

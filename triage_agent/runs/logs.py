@@ -22,8 +22,8 @@ from typing import Any
 from triage_agent.runs.model import CrashInfo, Frame, LogScan
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-# Ray prefixes such as "(TaskRunner pid=38606)" or "(main_task pid=1, ip=10.0.0.1)"
-_RAY_PREFIX = re.compile(r"^\((?:[\w.:-]+ )?pid=\w*(?:, ip=[\w.:]+)?\)\s?")
+# Ray prefixes such as "(TaskRunner pid=38606)", "(main_task pid=1, ip=10.0.0.1)" or "(raylet)"
+_RAY_PREFIX = re.compile(r"^\((?:(?:[\w.:-]+ )?pid=\w*(?:, ip=[\w.:]+)?|raylet|gcs_server|autoscaler)\)\s?")
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _METRIC_START = re.compile(r"(?:^|\s)step:(\d+)\s+-\s+")
 _VALUE_WRAP = re.compile(r"^(?:np\.\w+|numpy\.\w+|tensor|torch\.tensor)\((.*?)(?:,\s*\w+=.*)?\)$")
@@ -64,12 +64,13 @@ KINDS: list[tuple[str, re.Pattern[str]]] = [
     ("config", re.compile(r"ConfigAttributeError|ConfigKeyError|MissingMandatoryValue|ValidationError|"
                           r"unrecognized arguments|error: argument|InterpolationResolutionError", re.I)),
 ]
+_KIND_OF = dict(KINDS)
 # a cascade's follow-on errors: when the last error is one of these, an earlier specific one is the root
 _FOLLOW_ON = re.compile(r"AssertionError|RayTaskError|ActorDiedError|RuntimeError|Ray task error|ChildFailedError|"
                         r"ActorUnavailableError|RaySystemError", re.I)
-# frames of libraries, not of the training code
-_LIBRARY = re.compile(r"/lib/python\d|site-packages/(?:torch|ray|vllm|transformers|accelerate|deepspeed|"
-                      r"concurrent|asyncio|multiprocessing|threading|hydra|omegaconf)/|<frozen |^<")
+# frames of installed packages and the standard library, not of the training code
+_LIBRARY = re.compile(r"site-packages/|dist-packages/|/lib/python\d[\d.]*/(?!site-packages)|<frozen |^<|"
+                      r"^python/ray/")
 # what shows a log belongs to a training run, and which trainer wrote it
 _TRAINERS: list[tuple[str, re.Pattern[str]]] = [
     ("verl", re.compile(r"actor_rollout_ref|verl\.trainer|TaskRunner|\bverl\b")),
@@ -166,11 +167,11 @@ def crash_kind(exception: str, message: str) -> str:
 
 
 def _training_frame(frames: list[Frame]) -> Frame | None:
-    """The innermost frame outside the libraries (torch, ray, the standard library...), else the innermost."""
+    """The innermost frame outside installed packages and the standard library (None when all are)."""
     for fr in reversed(frames):
         if not _LIBRARY.search(fr.file):
             return fr
-    return frames[-1] if frames else None
+    return None
 
 
 class _Traceback:
@@ -253,10 +254,14 @@ class _Scanner:
         last = self.errors[-1]
         root = last
         if last.kind == "other" and _FOLLOW_ON.search(last.exception):
-            root = next((e for e in self.errors if e.kind != "other"), last)
+            specific = [e for e in self.errors if e.kind != "other"]
+            # an ImportError itself beats a RuntimeError that only says an import failed
+            typed = [e for e in specific if _KIND_OF[e.kind].search(e.exception)]
+            root = (typed or specific or [last])[0]
+        later = self.errors[self.errors.index(root) + 1:]
+        frame = root.frame or next((e.frame for e in later if e.frame), None)
         cascade = tuple((e.exception, e.message, e.line) for e in self.errors if e is not root)
-        return CrashInfo(root.exception, root.message, root.line, root.fatal_pattern, root.kind,
-                         root.frame or last.frame, cascade)
+        return CrashInfo(root.exception, root.message, root.line, root.fatal_pattern, root.kind, frame, cascade)
 
     # -- lines ------------------------------------------------------------------------------------
     def line(self, raw: bytes, lineno: int) -> None:
