@@ -412,3 +412,14 @@ def test_ray_worker_import_cascade_points_at_the_import_error(make_run):
     assert (f.evidence["kind"], f.evidence["exception"], f.evidence["line"]) == ("import", "ImportError", 12)
     assert f.evidence["frame"] == {"file": "/home/u/Logic-RL/verl/utils/model.py", "line": 24, "function": "<module>"}
     assert f.evidence["followed_by"][-1]["exception"] == "AssertionError" and f.evidence["last_step"] is None
+
+
+def test_columns_in_the_manifest_map_a_custom_name(make_run):
+    rows = [{"step": i + 1, "my/ent": v} for i, v in enumerate(blocks(1.0, 0.05))]
+    root = make_run({"trainer_state.json": state(rows), "triage.toml": '[columns]\nentropy = "my/ent"\n'})
+    rep = inspect(root)
+    assert rep.run.metric_sources["entropy"] == "my/ent"
+    assert finding(rep, "policy.entropy_collapse").severity == "high"
+    # without the mapping the series is kept under its own name and no rule reads it
+    plain = inspect(make_run({"trainer_state.json": state(rows)}))
+    assert "my/ent" in plain.run.metrics.frame.columns and "policy.entropy_collapse" not in ids(plain)
