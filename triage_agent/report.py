@@ -42,7 +42,8 @@ def offline_report(run: Run) -> Report:
     adjustments, rejected = suggest.finalize(facts, suggest.offline_proposals(findings))
     notes = list(run.notes)
     if facts.unknown_rules:
-        notes.append(f"triage.toml [rules]: unknown or non-numeric names ignored: {', '.join(sorted(facts.unknown_rules))}")
+        notes.append("triage.toml [rules]: unknown names or values out of range, ignored: "
+                     f"{', '.join(sorted(facts.unknown_rules)[:20])}")
     stages = calibration.troubleshooting(run, findings) if run.kind == "solver-calibration" else []
     return Report(facts, findings, diagnose.diagnose(findings), adjustments, rejected, {"kind": "offline"}, notes,
                   stages)

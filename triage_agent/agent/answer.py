@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from triage_agent import safejson
 from triage_agent.findings import suggest
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Adjustment, Diagnosis, Rejected
@@ -39,7 +40,7 @@ def extract_json(text: str) -> Any:
         candidates.append(text[start:end + 1])
     for c in candidates:
         try:
-            return json.loads(c)
+            return safejson.loads(c)
         except json.JSONDecodeError:
             continue
     raise ValueError("no JSON object found")

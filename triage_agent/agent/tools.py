@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from triage_agent import safejson
 from triage_agent.agent.schema import bind_arguments, function_schema
 from triage_agent.analysis import rewards, rounds
 from triage_agent.analysis.rollouts import reliability
@@ -390,7 +391,7 @@ def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult
     if fn is None:
         return ToolResult(error=f"unknown tool '{name[:80]}'. Valid tools: {', '.join(BY_NAME)}")
     try:
-        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        args = safejson.loads(arguments) if isinstance(arguments, str) else arguments
         if args is None:
             args = {}
         if not isinstance(args, dict):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from triage_agent import safejson
 from triage_agent.edits import EditError, edit_text
 from triage_agent.errors import TriageError
 from triage_agent.findings import suggest
@@ -39,7 +40,7 @@ class ApplyResult:
 
 def _from_report(path: Path, run_override: str | None) -> tuple[Path, list[dict[str, Any]]]:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = safejson.load_file(path, 64 << 20)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TriageError(f"{path}: not a readable report JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != "triage.report/v1":

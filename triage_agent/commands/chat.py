@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from triage_agent import safejson
 from triage_agent.agent import loop, prompts, tools
 from triage_agent.agent.loop import ToolEvent
 from triage_agent.commands.report import make_client
@@ -58,8 +59,8 @@ class ChatSession:
 
     def resume(self) -> bool:
         try:
-            doc = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            doc = safejson.load_file(self.path, 64 << 20)
+        except (OSError, ValueError):
             return False
         self.messages = list(doc.get("messages", [])) or self.messages
         return True

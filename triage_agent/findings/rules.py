@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,16 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+# Counts, windows and bin numbers: whole numbers in these ranges (a huge ece_bins would allocate and loop
+# for minutes). Every other threshold must be finite and at most 1e6 in size.
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "min_rollouts": (1, 10_000), "rollouts_high": (0, 10_000), "calibration_min_interval": (1, 10**9),
+    "ece_bins": (1, 1000), "parse_error_examples": (0, 100), "head_tail_min_points": (1, 1000),
+    "min_series_steps": (1, 10**6), "flat_min_steps": (1, 10**6), "kl_window": (1, 10_000),
+    "grad_spike_history": (1, 10**6), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
+}
+MAX_ABS = 1e6
+
 EPS = 1e-9  # data like 0.6 - 0.5 must meet a 0.10 threshold, as it does on paper
 
 
@@ -127,13 +138,22 @@ class Rules:
         return self.values[name]
 
 
+def _valid(name: str, value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return False
+    if name in INT_RANGES:
+        lo, hi = INT_RANGES[name]
+        return float(value).is_integer() and lo <= value <= hi
+    return abs(value) <= MAX_ABS
+
+
 def rules_for(overrides: Mapping[str, Any] | None) -> tuple[Rules, list[str]]:
-    """Defaults with a run's `[rules]` applied; unknown names are reported, not applied."""
+    """Defaults with a run's `[rules]` applied; unknown names and values out of range are reported, not applied."""
     values = dict(DEFAULTS)
     unknown = []
     for name, value in (overrides or {}).items():
-        if name in DEFAULTS and isinstance(value, (int, float)) and not isinstance(value, bool):
-            values[name] = value
+        if name in DEFAULTS and _valid(name, value):
+            values[name] = int(value) if name in INT_RANGES else value
         else:
-            unknown.append(name)
+            unknown.append(str(name)[:80])
     return Rules(values), unknown

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from triage_agent import safejson
+
 FILE = "capabilities.json"
 
 
@@ -14,8 +16,8 @@ def _key(base_url: str | None, model: str | None) -> str:
 
 def load(state: Path, base_url: str | None, model: str | None) -> dict[str, bool]:
     try:
-        doc = json.loads((state / FILE).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        doc = safejson.load_file(state / FILE, 1 << 20)
+    except (OSError, ValueError):
         return {}
     found = doc.get(_key(base_url, model), {}) if isinstance(doc, dict) else {}
     return {str(k): bool(v) for k, v in found.items() if isinstance(v, bool)}
@@ -25,8 +27,8 @@ def save(state: Path, base_url: str | None, model: str | None, caps: dict[str, b
     path = state / FILE
     state.mkdir(parents=True, exist_ok=True)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        doc = safejson.load_file(path, 1 << 20)
+    except (OSError, ValueError):
         doc = {}
     doc[_key(base_url, model)] = caps
     path.write_text(json.dumps(doc, indent=1))

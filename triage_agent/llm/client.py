@@ -19,6 +19,7 @@ import openai
 from openai import OpenAI
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from triage_agent import safejson
 from triage_agent.llm.errors import EndpointError
 from triage_agent.llm.settings import Settings
 
@@ -104,7 +105,7 @@ def leaked_tool_calls(content: str, names: set[str]) -> list[ToolCall]:
     for pattern in _LEAKED:
         for i, m in enumerate(pattern.finditer(content)):
             try:
-                obj = json.loads(m.group(m.lastindex or 1))
+                obj = safejson.loads(m.group(m.lastindex or 1))
             except json.JSONDecodeError:
                 continue
             if "name" in pattern.groupindex and isinstance(obj, dict):

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from triage_agent import safejson
 from triage_agent.runs.model import ConfigValue, ParseError
 
 if sys.version_info >= (3, 11):
@@ -24,6 +25,8 @@ def parse_config_text(text: str, suffix: str) -> Any:
     if suffix in (".yaml", ".yml"):
         try:
             return yaml.safe_load(text)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None
@@ -31,10 +34,12 @@ def parse_config_text(text: str, suffix: str) -> Any:
     if suffix == ".toml":
         try:
             return tomllib.loads(text)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(str(exc)) from exc
     try:
-        return json.loads(text)
+        return safejson.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"line {exc.lineno}: {exc.msg}") from exc
 
@@ -45,18 +50,30 @@ def _is_wandb_wrapped(doc: dict[str, Any]) -> bool:
     return bool(items) and all(isinstance(v, dict) and "value" in v for _, v in items)
 
 
+MAX_VALUES = 20_000  # config entries kept per file: YAML aliases can make a small file an exponential tree
+MAX_DEPTH = 32
+
+
+class TooLarge(ValueError):
+    pass
+
+
 def flatten(doc: Any, file: str) -> list[ConfigValue]:
-    """Every node of a config (mappings too, so `weights` is found as a whole) with its dotted path."""
+    """Every node of a config (mappings too, so `weights` is found as a whole) with its dotted path.
+
+    Raises TooLarge past MAX_VALUES entries (an alias bomb); deeper nesting and cycles are not followed."""
     out: list[ConfigValue] = []
     if not isinstance(doc, dict):
         return out
     wandb = _is_wandb_wrapped(doc)
 
-    def walk(node: Any, path: str, alias: str | None) -> None:
+    def walk(node: Any, path: str, alias: str | None, depth: int = 0, seen: frozenset[int] = frozenset()) -> None:
+        if len(out) >= MAX_VALUES:
+            raise TooLarge(f"more than {MAX_VALUES} config entries (YAML aliases expanding?)")
         out.append(ConfigValue(file=file, key=path, value=node, alias=alias))
-        if isinstance(node, dict):
+        if isinstance(node, dict) and depth < MAX_DEPTH and id(node) not in seen:
             for k, v in node.items():
-                walk(v, f"{path}.{k}", f"{alias}.{k}" if alias else None)
+                walk(v, f"{path}.{k}", f"{alias}.{k}" if alias else None, depth + 1, seen | {id(node)})
 
     for key, value in doc.items():
         key = str(key)
@@ -83,4 +100,7 @@ def load_config(path: Path, rel: str) -> tuple[Any, list[ConfigValue], list[Pars
             except (IndexError, ValueError):
                 pass
         return None, [], [ParseError(rel, line, f"unreadable config: {msg}")]
-    return doc, flatten(doc, rel), []
+    try:
+        return doc, flatten(doc, rel), []
+    except TooLarge as exc:
+        return None, [], [ParseError(rel, None, f"config not used: {exc}")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat as statmod
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,12 +55,37 @@ def load_manifest(root: Path) -> tuple[Manifest, list[ParseError]]:
     if not path.is_file():
         return Manifest(), []
     try:
+        if path.stat().st_size > (1 << 20):
+            raise OSError("larger than 1 MB")
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        return Manifest(), [ParseError("triage.toml", None, "unreadable manifest: nested too deeply")]
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return Manifest(), [ParseError("triage.toml", None, f"unreadable manifest: {exc}")]
-    files = {k: ([v] if isinstance(v, str) else [str(x) for x in v]) for k, v in doc.get("files", {}).items()}
-    columns = {str(k): str(v) for k, v in doc.get("columns", {}).items()}
-    return Manifest(kind=doc.get("kind"), files=files, columns=columns, rules=dict(doc.get("rules", {}))), []
+    errors: list[ParseError] = []
+
+    def section(name: str) -> dict[str, Any]:
+        value = doc.get(name, {})
+        if not isinstance(value, dict):
+            errors.append(ParseError("triage.toml", None, f"[{name}] must be a table; ignored"))
+            return {}
+        return value
+
+    files: dict[str, list[str]] = {}
+    for k, v in section("files").items():
+        globs = [v] if isinstance(v, str) else v if isinstance(v, list) else None
+        if globs is None or not all(isinstance(g, str) for g in globs):
+            errors.append(ParseError("triage.toml", None, f"[files] {k} must be a glob or a list of globs; ignored"))
+            continue
+        files[str(k)] = globs[:100]
+    columns = {str(k): v for k, v in section("columns").items() if isinstance(v, str)}
+    errors += [ParseError("triage.toml", None, f"[columns] {k} must be a string; ignored")
+               for k, v in section("columns").items() if not isinstance(v, str)]
+    kind = doc.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        errors.append(ParseError("triage.toml", None, "kind must be a string; ignored"))
+        kind = None
+    return Manifest(kind=kind, files=files, columns=columns, rules=dict(section("rules"))), errors
 
 
 def round_of(rel_parts: tuple[str, ...]) -> tuple[str, int] | None:
@@ -120,13 +146,21 @@ def discover(root: Path, manifest: Manifest) -> tuple[list[Found], list[str]]:
         raise TriageError(f"{root}: not a folder (give the run folder)")
     notes: list[str] = []
     found: list[Found] = []
+    real_root = root.resolve()
     for path in _walk(root):
         rel = path.relative_to(root).as_posix()
-        if path.is_symlink():
-            target = path.resolve()
-            if root.resolve() not in target.parents:
-                notes.append(f"{rel}: symlink out of the run folder, not followed")
-                continue
+        try:
+            st = path.stat()  # follows a symlink: a loop or a dangling link fails here
+            target = path.resolve() if path.is_symlink() else None
+        except (OSError, RuntimeError) as exc:
+            notes.append(f"{rel}: skipped ({getattr(exc, 'strerror', None) or exc})")
+            continue
+        if target is not None and real_root not in target.parents:
+            notes.append(f"{rel}: symlink out of the run folder, not followed")
+            continue
+        if not statmod.S_ISREG(st.st_mode):
+            notes.append(f"{rel}: not a regular file (a FIFO, socket or device), not read")
+            continue
         role = None
         for mrole, globs in manifest.files.items():
             if any(fnmatch.fnmatch(rel, g) for g in globs):

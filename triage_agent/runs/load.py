@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from triage_agent import safejson
 from triage_agent.errors import TriageError
 from triage_agent.runs import discover as disc
 from triage_agent.runs.configs import load_config
@@ -47,57 +47,9 @@ def load_run(path: str | Path, progress: Progress | None = None, now: float | No
         if progress:
             progress(f.rel, i, len(found))
         try:
-            mtime = f.path.stat().st_mtime
-            run.newest_mtime = mtime if run.newest_mtime is None else max(run.newest_mtime, mtime)
-        except OSError:
-            pass
-        run.files.append(SourceFile(f.rel, f.role))
-        if f.role == "config":
-            doc, values, errs = load_config(f.path, f.rel)
-            run.parse_errors += errs
-            if doc is not None:
-                run.config_docs[f.rel] = doc
-                run.config_values += values
-        elif f.role in ("reward_history", "reward_samples"):
-            frame, errs = read_table(f.path, f.rel)
-            run.parse_errors += errs
-            if frame is not None:
-                frame, errs = normalize(frame, f.role, f.rel, manifest.columns)
-                run.parse_errors += errs
-            if frame is not None:
-                key = _round_key(f, fallback)
-                rnd = rounds.setdefault(key, Round(role=key[0], index=key[1]))
-                frame = frame.sort_values("step", kind="stable").reset_index(drop=True)
-                if f.role == "reward_history":
-                    rnd.history = Table(frame, f.rel)
-                else:
-                    rnd.samples = Table(frame, f.rel)
-        elif f.role == "round_meta":
-            key = _round_key(f, fallback)
-            try:
-                meta = json.loads(f.path.read_text(encoding="utf-8"))
-                if not isinstance(meta, dict):
-                    raise ValueError("not a JSON object")
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
-                run.parse_errors.append(ParseError(f.rel, getattr(exc, "lineno", None), f"unreadable round.json: {exc}"))
-                continue
-            rnd = rounds.setdefault(key, Round(role=key[0], index=key[1]))
-            rnd.meta, rnd.meta_source = meta, f.rel
-        elif f.role in disc.TABLE_ROLES:
-            frame, errs = read_table(f.path, f.rel)
-            run.parse_errors += errs
-            if frame is not None:
-                frame, errs = normalize(frame, f.role, f.rel, manifest.columns)
-                run.parse_errors += errs
-            if frame is not None and getattr(run, f.role) is None:
-                setattr(run, f.role, Table(frame, f.rel))
-        elif f.role in BY_NAME:
-            got = BY_NAME[f.role].read(f.path, f.rel)
-            run.parse_errors += got.errors
-            run.notes += got.notes
-            if got.log is not None:
-                run.logs.append(got.log)
-            trainer.add(f.rel, got)
+            _read_one(run, f, manifest, rounds, fallback, trainer)
+        except OSError as exc:  # unreadable (permissions, vanished, a read error): reported, the rest goes on
+            run.parse_errors.append(ParseError(f.rel, None, f"unreadable: {exc.strerror or exc}"))
     for key, rnd in rounds.items():
         if key[0] == "run" and rnd.history is not None:
             cols = set(rnd.history.frame.columns)
@@ -116,6 +68,61 @@ def _training_evidence(run: Run) -> bool:
     """Whether anything shows a training run: a file other than a log, or a log with a trainer's output."""
     logs = {s.path for s in run.logs}
     return any(f.path not in logs for f in run.files) or any(s.evidence or s.metric_steps for s in run.logs)
+
+
+def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tuple[str, int], Round],
+              fallback: dict[str, int], trainer: _TrainerParts) -> None:
+    """Read one discovered file into the run (its rows, configs, log scan or trainer output)."""
+    try:
+        mtime = f.path.stat().st_mtime
+        run.newest_mtime = mtime if run.newest_mtime is None else max(run.newest_mtime, mtime)
+    except OSError:
+        pass
+    run.files.append(SourceFile(f.rel, f.role))
+    if f.role == "config":
+        _doc, values, errs = load_config(f.path, f.rel)
+        run.parse_errors += errs
+        run.config_values += values
+    elif f.role in ("reward_history", "reward_samples"):
+        frame, errs = read_table(f.path, f.rel)
+        run.parse_errors += errs
+        if frame is not None:
+            frame, errs = normalize(frame, f.role, f.rel, manifest.columns)
+            run.parse_errors += errs
+        if frame is not None:
+            key = _round_key(f, fallback)
+            rnd = rounds.setdefault(key, Round(role=key[0], index=key[1]))
+            frame = frame.sort_values("step", kind="stable").reset_index(drop=True)
+            if f.role == "reward_history":
+                rnd.history = Table(frame, f.rel)
+            else:
+                rnd.samples = Table(frame, f.rel)
+    elif f.role == "round_meta":
+        key = _round_key(f, fallback)
+        try:
+            meta = safejson.load_file(f.path, 1 << 20)
+            if not isinstance(meta, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            run.parse_errors.append(ParseError(f.rel, getattr(exc, "lineno", None), f"unreadable round.json: {exc}"))
+            return
+        rnd = rounds.setdefault(key, Round(role=key[0], index=key[1]))
+        rnd.meta, rnd.meta_source = meta, f.rel
+    elif f.role in disc.TABLE_ROLES:
+        frame, errs = read_table(f.path, f.rel)
+        run.parse_errors += errs
+        if frame is not None:
+            frame, errs = normalize(frame, f.role, f.rel, manifest.columns)
+            run.parse_errors += errs
+        if frame is not None and getattr(run, f.role) is None:
+            setattr(run, f.role, Table(frame, f.rel))
+    elif f.role in BY_NAME:
+        got = BY_NAME[f.role].read(f.path, f.rel)
+        run.parse_errors += got.errors
+        run.notes += got.notes
+        if got.log is not None:
+            run.logs.append(got.log)
+        trainer.add(f.rel, got)
 
 
 @dataclass

@@ -118,7 +118,6 @@ class Run:
     kind: str
     files: list[SourceFile] = field(default_factory=list)
     config_values: list[ConfigValue] = field(default_factory=list)
-    config_docs: dict[str, Any] = field(default_factory=dict)
     rounds: list[Round] = field(default_factory=list)
     filter_stats: Table | None = None
     eval_history: Table | None = None

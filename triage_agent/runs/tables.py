@@ -13,6 +13,7 @@ import io
 import json
 import math
 import mmap
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
+from triage_agent import safejson
 from triage_agent.runs.model import ParseError
 
 TABLE_SUFFIXES = (".jsonl", ".csv", ".parquet")
@@ -70,7 +72,29 @@ def _read_parquet(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[Parse
     return frame, []
 
 
+# pyarrow's JSON reader crashes the process (a segfault, not an exception) on a line nested some 20,000
+# deep. A line nested N deep holds at least N opening brackets, so a line with more than MAX_OPENINGS of
+# them goes to the line-by-line reader instead; no table row comes near that.
+MAX_OPENINGS = 64
+_KEEP_ONLY_OPENINGS = bytes(b for b in range(256) if b not in b"{[\n")
+_OPENINGS_RUN = re.compile(rb"[{\[]{%d}" % (MAX_OPENINGS + 1))
+
+
+def too_deep(path: Path, chunk: int = 8 << 20) -> bool:
+    """Whether some line of the file holds more than MAX_OPENINGS `{` or `[` (it might nest that deep)."""
+    carry = 0
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            compact = b"{" * carry + block.translate(None, _KEEP_ONLY_OPENINGS)  # only brackets and newlines
+            if _OPENINGS_RUN.search(compact):
+                return True
+            carry = len(compact) - len(compact.rstrip(b"{["))
+    return False
+
+
 def _read_jsonl(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+    if too_deep(path):
+        return _read_jsonl_slow(path, rel)
     try:
         table = pajson.read_json(path)
         frame = table.to_pandas()
@@ -104,7 +128,7 @@ def iter_json_objects(path: Path, rel: str, errors: list[ParseError]) -> Iterato
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw.decode("utf-8"))
+                obj = safejson.loads(raw.decode("utf-8"))
             except UnicodeDecodeError:
                 errors.append(ParseError(rel, i, "not UTF-8 text"))
                 continue

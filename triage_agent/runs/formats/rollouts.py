@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from triage_agent import safejson
 from triage_agent.runs.formats.base import Format, FormatRead, head_bytes
 from triage_agent.runs.model import ParseError
 from triage_agent.runs.tables import iter_json_objects
@@ -26,7 +27,7 @@ _LENGTH_KEYS = ("response_length", "output_length", "length", "num_tokens")
 def _first_object(path: Path) -> dict[str, Any] | None:
     line = head_bytes(path, 1 << 16).split(b"\n", 1)[0]
     try:
-        obj = json.loads(line)
+        obj = safejson.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     return obj if isinstance(obj, dict) else None

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from triage_agent import safejson
 from triage_agent.runs.formats.base import Format, FormatRead, head_bytes
 from triage_agent.runs.model import ParseError
 
@@ -16,7 +17,7 @@ def read_trainer_state(path: Path, rel: str) -> tuple[list[dict[str, Any]], list
                                                        list[ParseError]]:
     """Returns (train rows, eval rows, state header, errors). The final summary row is left out."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = safejson.load_file(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         line = getattr(exc, "lineno", None)
         return [], [], {}, [ParseError(rel, line, f"unreadable trainer state: {getattr(exc, 'msg', exc)}")]
@@ -49,7 +50,7 @@ def _sniff(path: Path, rel: str) -> bool:
     try:
         if path.stat().st_size > (64 << 20):
             return False
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = safejson.load_file(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return False
     return isinstance(doc, dict) and isinstance(doc.get("log_history"), list)

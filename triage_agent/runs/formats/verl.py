@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from triage_agent import safejson
 from triage_agent.runs.formats.base import Format, FormatRead, head_bytes
 from triage_agent.runs.logs import parse_value
 from triage_agent.runs.model import ParseError
@@ -35,7 +36,7 @@ def _sniff(path: Path, rel: str) -> bool:
     if not head:
         return False
     try:
-        obj = json.loads(head[0])
+        obj = safejson.loads(head[0])
     except json.JSONDecodeError:
         return False
     return isinstance(obj, dict) and "step" in obj and isinstance(obj.get("data"), dict)

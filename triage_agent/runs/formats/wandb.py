@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from triage_agent import safejson
 from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.model import ParseError
 from triage_agent.runs.tables import iter_json_objects
@@ -31,7 +32,7 @@ def read_history(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[Parse
 
 def read_summary(path: Path, rel: str) -> tuple[dict[str, Any], list[ParseError]]:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = safejson.load_file(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return {}, [ParseError(rel, getattr(exc, "lineno", None), "unreadable W&B summary")]
     if not isinstance(doc, dict):

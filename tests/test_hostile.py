@@ -1,0 +1,111 @@
+"""Hostile input, hostile models, failing servers (issue 17): a generated corpus per class, each case in a
+forked child with a wall-clock limit and a memory cap. Every case must end with an exit code of the
+documented set, no traceback, at most one error line, bounded time and memory, nothing written outside
+the run or the --write dir, and no secret or raw escape sequence in any output."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.hostile import run
+
+EXITS = {0, 1, 2, 3}
+LIMIT_S, LIMIT_MB = 20.0, 1500.0
+
+
+def deep_json(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+def run_file_cases(tmp: Path) -> dict[str, Path]:
+    """Run folders that each break one reader."""
+    cases: dict[str, dict[str, bytes | str]] = {
+        "deep_config_json": {"configs/c.json": deep_json(100_000)},
+        "deep_trainer_state": {"trainer_state.json": '{"log_history": ' + deep_json(100_000) + "}"},
+        "deep_round_json": {"round_1/selector/round.json": deep_json(100_000),
+                            "round_1/selector/reward_history.jsonl": '{"step": 1, "boundary": 0.5}\n'},
+        "deep_wandb_summary": {"wandb/run-1/files/wandb-summary.json": deep_json(100_000),
+                               "wandb/run-1/files/wandb-history.jsonl": '{"_step": 1, "train/reward": 1}\n'},
+        "deep_verl_jsonl": {"metrics.jsonl": '{"step": 1, "data": {"a": 1}}\n' + deep_json(20_000) + "\n"},
+        "deep_jsonl_table": {"filter_stats.jsonl": '{"accuracy": 0.5, "kept": true}\n' + "{\"a\": " * 20_000 + "1"
+                             + "}" * 20_000 + "\n"},
+        "yaml_alias_bomb": {"configs/c.yaml": "a: &a {x: 1, y: 1}\n" + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} {{x: *{chr(97 + i)}, y: *{chr(97 + i)}, z: *{chr(97 + i)}}}\n"
+            for i in range(20))},
+        "yaml_recursive": {"configs/c.yaml": "a: &a [*a]\n"},
+        "yaml_deep": {"configs/c.yaml": "a: " + "[" * 50_000 + "]" * 50_000 + "\n"},
+        "strings_in_numbers": {"filter_stats.csv": "qid,accuracy,kept\nq1,0.5,true\nq2,abc,true\nq3,{},false\n"},
+        "invalid_utf8_jsonl": {"filter_stats.jsonl": b'{"accuracy": 0.5, "kept": true}\n{"accuracy": "\xff\xfe"}\n'},
+        "huge_values": {"filter_stats.jsonl": '{"accuracy": 1e308, "kept": true}\n{"accuracy": -1e308, "kept": true}\n'
+                        '{"accuracy": 0.5, "kept": true}\n'},
+        "manifest_wrong_types": {"triage.toml": 'kind = 5\nfiles = "x"\ncolumns = [1, 2]\nrules = "no"\n',
+                                 "configs/c.yaml": "a: 1\n"},
+        "manifest_inf_rules": {"triage.toml": "[rules]\nece_bins = inf\nmin_rollouts = 1e300\n",
+                               "solver_scores.jsonl": '{"score": 0.5, "gold_pass": true}\n'},
+        "manifest_huge_bins": {"triage.toml": "[rules]\nece_bins = 1e8\n",
+                               "solver_scores.jsonl": '{"score": 0.5, "gold_pass": true}\n'},
+        "nan_in_trainer_state": {"trainer_state.json": '{"log_history": [{"step": 1, "loss": NaN}, {"step": "x"},'
+                                 ' {"step": 2, "loss": Infinity}, 5, null]}'},
+        "trainer_state_not_object": {"trainer_state.json": '["log_history"]'},
+        "binary_log": {"train.log": bytes(range(256)) * 100},
+        "empty_everything": {"configs/c.yaml": "", "train.log": "", "filter_stats.jsonl": ""},
+    }
+    out = {}
+    for name, files in cases.items():
+        root = tmp / name
+        for rel, content in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        out[name] = root
+    # links, loops, a FIFO, a long line with no newline
+    root = tmp / "symlink_loop"
+    (root / "configs").mkdir(parents=True)
+    (root / "configs" / "c.yaml").write_text("a: 1\n")
+    os.symlink("loop", root / "loop")
+    os.symlink(root / "missing", root / "dangling.log")
+    os.symlink("..", root / "configs" / "up")
+    out["symlink_loop"] = root
+    root = tmp / "fifo_log"
+    root.mkdir()
+    (root / "configs").mkdir()
+    (root / "configs" / "c.yaml").write_text("a: 1\n")
+    os.mkfifo(root / "train.log")
+    out["fifo_log"] = root
+    root = tmp / "long_line"
+    root.mkdir()
+    with (root / "train.log").open("wb") as fh:
+        fh.write(b"step:1 - critic/score/mean:0.5\n")
+        for _ in range(200):
+            fh.write(b"x" * (1 << 20))  # 200 MB without a newline
+    out["long_line"] = root
+    return out
+
+
+@pytest.fixture(scope="module")
+def run_files(tmp_path_factory):
+    return run_file_cases(tmp_path_factory.mktemp("hostile_runs"))
+
+
+CASE_NAMES = ["deep_config_json", "deep_trainer_state", "deep_round_json", "deep_wandb_summary", "deep_verl_jsonl",
+              "deep_jsonl_table", "yaml_alias_bomb", "yaml_recursive", "yaml_deep", "strings_in_numbers",
+              "invalid_utf8_jsonl", "huge_values", "manifest_wrong_types", "manifest_inf_rules", "manifest_huge_bins",
+              "nan_in_trainer_state", "trainer_state_not_object", "binary_log", "empty_everything", "symlink_loop",
+              "fifo_log", "long_line"]
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+@pytest.mark.parametrize("command", ["inspect", "report"])
+def test_hostile_run_files(run_files, name, command):
+    root = run_files[name]
+    before = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+    res = run([command, str(root), "--json"] + (["--offline"] if command == "report" else []))
+    assert res.problems(EXITS, LIMIT_S, LIMIT_MB) == [], (name, res.code, res.stderr[-2000:], res.seconds, res.peak_mb)
+    if res.code == 0:
+        json.loads(res.stdout)
+    after = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+    assert before == after
