@@ -98,9 +98,9 @@ def _parser() -> argparse.ArgumentParser:
 def _usage_line(source: dict, err: Console) -> None:  # type: ignore[type-arg]
     if source.get("requests"):
         est = " (estimated)" if source.get("usage_estimated") else ""
-        err.print(f"[dim]{source.get('endpoint')} · {source.get('model')} · {source['requests']} requests · "
-                  f"{source.get('prompt_tokens', 0)} prompt + {source.get('completion_tokens', 0)} completion "
-                  f"tokens{est}[/dim]", highlight=False)
+        err.print(_literal(f"{source.get('endpoint')} · {source.get('model')} · {source['requests']} requests · "
+                          f"{source.get('prompt_tokens', 0)} prompt + {source.get('completion_tokens', 0)} completion "
+                          f"tokens{est}", "dim"))
 
 
 def _fail_code(report, fail_on: str | None) -> int:  # type: ignore[no-untyped-def]
@@ -122,16 +122,29 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
         code: int = args.func(args, out, err)
         return code
     except TriageError as exc:
-        err.print(f"triage: {exc}", markup=False, highlight=False)
+        err.print(_literal(f"triage: {exc}"))
         return exc.exit_code
     except KeyboardInterrupt:
-        err.print("triage: interrupted")
+        err.print("triage: interrupted", markup=False)
         return 130
     except BrokenPipeError:  # `triage inspect --json | head`: the reader left, nothing more to say
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
         return 0
+
+
+def _literal(s: object, style: str = "") -> Any:
+    """Outside text (paths, errors, model output) for a console: shown as is, never markup or escapes."""
+    from triage_agent.render.text import literal
+
+    return literal(s, style)
+
+
+def _neutralise(s: str) -> str:
+    from triage_agent.render.text import neutralise
+
+    return neutralise(s)
 
 
 def _write_json(out: Console, doc: Any) -> None:
@@ -177,7 +190,7 @@ def _write_html(report, path: str | None, err: Console) -> None:  # type: ignore
         Path(path).write_text(html.render(report), encoding="utf-8")
     except OSError as exc:
         raise TriageError(f"{path}: cannot write the HTML report ({exc.strerror})") from None
-    err.print(f"wrote {path}", highlight=False, markup=False)
+    err.print(_literal(f"wrote {path}"))
 
 
 def _progress(err: Console):  # type: ignore[no-untyped-def]
@@ -221,17 +234,17 @@ def _cmd_apply(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     res = plan(args.source, args.run)
     for file, key, reason in res.refused:
-        err.print(f"refused: {file} {key}: {reason}", highlight=False, markup=False)
+        err.print(_literal(f"refused: {file} {key}: {reason}"))
     if not res.edits:
         err.print("nothing to apply", highlight=False)
         return 0
     if args.write or args.in_place:
         write(res, Path(args.write) if args.write else None, args.in_place)
         for path in res.written:
-            err.print(f"wrote {path}", highlight=False, markup=False)
+            err.print(_literal(f"wrote {path}"))
         return 0
     for e in res.edits:
-        out.file.write(e.diff())
+        out.file.write(_neutralise(e.diff()))
     return 0
 
 
@@ -254,7 +267,7 @@ def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         terminal.render(result, out)
     for note in result.notes if args.json else []:
-        err.print(f"note: {note}", highlight=False, markup=False)
+        err.print(_literal(f"note: {note}"))
     _usage_line(result.source, err)
     return _fail_code(result, args.fail_on)
 
@@ -275,11 +288,11 @@ def _cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     def on_text(chunk: str) -> None:
         streamed.append(chunk)
-        out.file.write(chunk)
+        out.file.write(_neutralise(chunk))
         out.file.flush()
 
     def on_tool(ev) -> None:  # type: ignore[no-untyped-def]
-        err.print(f"[dim]→ {ev.name}({ev.arguments[:80]}) {ev.seconds * 1000:.0f} ms[/dim]", highlight=False)
+        err.print(_literal(f"→ {ev.name}({ev.arguments[:80]}) {ev.seconds * 1000:.0f} ms", "dim"))
 
     result = ask(args.run, question, settings, on_text=on_text, on_tool=on_tool, dry_run=args.dry_run,
                  save=not args.no_save, env=env)
@@ -287,7 +300,7 @@ def _cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         _write_json(out, result.document())
         return 0
     if not streamed:  # the endpoint could not stream: print the whole answer now
-        out.file.write(result.answer)
+        out.file.write(_neutralise(result.answer))
     out.file.write("\n")
     _usage_line(result.source, err)
     return 0

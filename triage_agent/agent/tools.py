@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from triage_agent import safejson
+from triage_agent import redact, safejson
 from triage_agent.agent.schema import bind_arguments, function_schema
 from triage_agent.analysis import rewards, rounds
 from triage_agent.analysis.rollouts import reliability
@@ -27,7 +27,6 @@ from triage_agent.runs.model import Round, Run
 MAX_MATCHES = 20
 MAX_SERIES = 30  # series in one trainer_metrics answer; the rest are counted
 MAX_ROLLOUTS = 10_000  # beyond this the binomial tables cost more than they tell
-SECRET_KEY = re.compile(r"(api[_-]?key|secret|token|password|passwd|auth|credential)", re.I)
 
 
 def _r(x: Any) -> Any:
@@ -78,7 +77,8 @@ def findings_payload(findings: list[Finding], min_severity: str = "info") -> dic
     out = [{"id": f.id, "severity": f.severity, "title": f.title, "evidence": _bounded(f.evidence),
             **({"suggestion": {k: v for k, v in f.suggestion.items() if k != "also"}} if f.suggestion else {})}
            for f in findings if f.at_least(min_severity)]
-    return {"findings": out[:12], "source": "triage rules over the run's files"}
+    payload: dict[str, Any] = redact.obj({"findings": out[:12], "source": "triage rules over the run's files"})
+    return payload
 
 
 def _bounded(value: Any, depth: int = 0) -> Any:
@@ -87,14 +87,6 @@ def _bounded(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list):
         return [_bounded(v, depth + 1) for v in value[:8]]
     return _r(value)
-
-
-def _redact(key: str, value: Any) -> Any:
-    if SECRET_KEY.search(key):
-        return "[redacted]"
-    if isinstance(value, dict):
-        return {k: _redact(k, v) for k, v in value.items()}
-    return value
 
 
 def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
@@ -110,7 +102,7 @@ def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
     out: dict[str, dict[str, Any]] = {}
     for cv in run.config_values:
         if (file is None or cv.file == file) and not isinstance(cv.value, dict):
-            shown = "[redacted]" if SECRET_KEY.search(cv.name) else cv.value
+            shown = redact.value(cv.name, cv.value)
             if isinstance(shown, list) and len(shown) > 8:
                 shown = shown[:8] + ["…"]
             out.setdefault(cv.file, {})[cv.key] = shown
@@ -353,7 +345,7 @@ def search_log(facts: Facts, pattern: str, file: str | None = None, max_matches:
             for i, raw in enumerate(fh, start=1):
                 text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
                 if rx.search(text):
-                    matches.append({"file": rel, "line": i, "text": text[:200]})
+                    matches.append({"file": rel, "line": i, "text": redact.text(text[:200])})
                     if len(matches) >= limit:
                         return {"matches": matches, "truncated": True, "source": rel}
     return {"matches": matches, "truncated": False, "source": ", ".join(logs)}
@@ -402,7 +394,8 @@ def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult
     except ValueError as exc:
         return ToolResult(error=_bounded_text(str(exc)))
     try:
-        return ToolResult(output=fn(facts, **bound))
+        output: dict[str, Any] = redact.obj(fn(facts, **bound))
+        return ToolResult(output=output)
     except ValueError as exc:  # the tool's own refusal (no such round, no data): the model can adapt
         return ToolResult(error=_bounded_text(str(exc)))
     except Exception as exc:  # a tool must never take the session down; the model hears what failed
@@ -410,6 +403,7 @@ def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult
 
 
 def _bounded_text(text: str, limit: int = 500) -> str:
+    text = redact.text(text)
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from triage_agent import redact
 from triage_agent.agent.loop import AgentResult
 from triage_agent.llm.client import LLMClient
 
@@ -22,5 +23,5 @@ def save(state: Path, run_root: Path, command: str, result: AgentResult, client:
            "usage": vars(client.usage), "capabilities": client.capabilities,
            "tool_events": [vars(e) for e in result.events], "messages": result.messages,
            "problem": result.problem, **(extra or {})}
-    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str))
+    path.write_text(json.dumps(redact.obj(doc), indent=1, ensure_ascii=False, default=str))
     return path

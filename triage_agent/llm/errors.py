@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from triage_agent import redact
 from triage_agent.errors import TriageError
 
 # timeout, unreachable, auth, not_found, model_not_found, rate_limited, server, rejected, bad_response, failed
@@ -15,7 +16,7 @@ class EndpointError(TriageError):
     def __init__(self, kind: str, message: str, status: int | None = None, body: str = "") -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown endpoint error kind {kind}")
-        super().__init__(message, 3)
+        super().__init__(redact.text(message), 3)
         self.kind = kind
         self.status = status
         self.body = body

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.panel import Panel
-from rich.table import Table
 
 from triage_agent.analysis.stats import downsample
-from triage_agent.render.text import sparkline
+from triage_agent.render.text import LiteralTable, literal, sparkline
 from triage_agent.report import Report
 
 
@@ -22,10 +21,11 @@ def parts(report: Report) -> list[Any]:
                  f"gold  {pg.gold_first:.2f} → {pg.gold_last:.2f}  {sparkline(downsample(f['gold_pass_rate'], 40))}"]
         if pg.divergence_step is not None:
             lines.append(f"diverging from step {pg.divergence_step}")
-        out.append(Panel("\n".join(lines), title=f"Proxy vs gold ({run.eval_history.source})", expand=False))
+        out.append(Panel(literal("\n".join(lines)), title=literal(f"Proxy vs gold ({run.eval_history.source})"),
+                         expand=False))
     rel = facts.reliability
     if run.solver_scores is not None and rel is not None:
-        t = Table(title=f"Reliability (ECE {rel.ece:.3f}, {run.solver_scores.source})", expand=False)
+        t = LiteralTable(title=f"Reliability (ECE {rel.ece:.3f}, {run.solver_scores.source})", expand=False)
         for col in ("score bin", "n", "mean score", "gold rate", "gap"):
             t.add_column(col)
         for b in rel.bins:
@@ -33,7 +33,7 @@ def parts(report: Report) -> list[Any]:
                       f"{float(b['mean_score']) - float(b['gold_rate']):+.2f}")
         out.append(t)
     if run.calibration_events is not None:
-        t = Table(title=f"Calibration events ({run.calibration_events.source})", expand=False)
+        t = LiteralTable(title=f"Calibration events ({run.calibration_events.source})", expand=False)
         cols = [c for c in ("step", "n_candidates", "n_confirmed", "flip_rate", "score_min", "score_max")
                 if c in run.calibration_events.frame.columns]
         for c in cols:
@@ -42,7 +42,7 @@ def parts(report: Report) -> list[Any]:
             t.add_row(*(f"{row[c]:g}" if isinstance(row[c], float) else str(row[c]) for c in cols))
         out.append(t)
     if report.troubleshooting:
-        t = Table(title="Troubleshooting order", expand=False)
+        t = LiteralTable(title="Troubleshooting order", expand=False)
         for col in ("stage", "question", "status", "findings"):
             t.add_column(col)
         for s in report.troubleshooting:

@@ -10,12 +10,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
-from rich.table import Table
 
 from triage_agent.agent import tools
 from triage_agent.commands.chat import COMMANDS, ChatSession
 from triage_agent.errors import TriageError
 from triage_agent.render.terminal import findings_table
+from triage_agent.render.text import LiteralTable, literal, neutralise
 
 PROMPT = "triage> "
 
@@ -42,7 +42,7 @@ def _slash(session: ChatSession, line: str, console: Console) -> bool:
         return False
     if cmd == "/help":
         for name, what in COMMANDS.items():
-            console.print(f"  {name:28} {what}", highlight=False, markup=False)
+            console.print(literal(f"  {name:28} {what}"))
     elif cmd == "/findings":
         console.print(findings_table(session.offline))
     elif cmd == "/tools":
@@ -53,9 +53,9 @@ def _slash(session: ChatSession, line: str, console: Console) -> bool:
         try:
             res = session.simulate(rest.split())
         except ValueError as exc:
-            console.print(f"simulate: {exc}", markup=False, highlight=False)
+            console.print(literal(f"simulate: {exc}"))
             return True
-        t = Table(title="what-if on this run")
+        t = LiteralTable(title="what-if on this run")
         for col in ("file", "key", "from → to", "predicted", "meets target"):
             t.add_column(col)
         for r in res["results"]:
@@ -70,21 +70,21 @@ def _slash(session: ChatSession, line: str, console: Console) -> bool:
         if not rest.strip():
             console.print("usage: /save FILE")
         else:
-            console.print(f"saved {session.save(Path(rest.strip()))}", markup=False, highlight=False)
+            console.print(literal(f"saved {session.save(Path(rest.strip()))}"))
     elif cmd == "/model":
         if not rest.strip():
-            console.print(f"model: {session.settings.model}")
+            console.print(literal(f"model: {session.settings.model}"))
         else:
             session.settings.model = rest.strip()
-            console.print(f"model: {session.settings.model}")
+            console.print(literal(f"model: {session.settings.model}"))
     else:
-        console.print(f"unknown command {cmd}; /help lists them", markup=False, highlight=False)
+        console.print(literal(f"unknown command {cmd}; /help lists them"))
     return True
 
 
 def repl(session: ChatSession, console: Console, status: str, read: Callable[[str], str] = input) -> int:
     _history(session.state)
-    console.print(f"[dim]{status}. /help for commands, Ctrl-C stops an answer, Ctrl-D leaves.[/dim]", highlight=False)
+    console.print(literal(f"{status}. /help for commands, Ctrl-C stops an answer, Ctrl-D leaves.", "dim"))
     while True:
         try:
             line = read(PROMPT).strip()
@@ -105,7 +105,7 @@ def repl(session: ChatSession, console: Console, status: str, read: Callable[[st
             continue
         _answer(session, line, console)
     session.save()
-    console.print(f"[dim]conversation saved to {session.path}[/dim]", highlight=False)
+    console.print(literal(f"conversation saved to {session.path}", "dim"))
     return 0
 
 
@@ -114,17 +114,17 @@ def _answer(session: ChatSession, line: str, console: Console) -> None:
     text: list[str] = []
 
     def on_tool(ev) -> None:  # type: ignore[no-untyped-def]
-        console.print(f"[dim]→ {ev.name}({ev.arguments[:60]}) {ev.seconds * 1000:.0f} ms[/dim]", highlight=False)
+        console.print(literal(f"→ {ev.name}({ev.arguments[:60]}) {ev.seconds * 1000:.0f} ms", "dim"))
 
     try:
         with Live(Markdown(""), console=console, refresh_per_second=8, transient=False) as live:
             def on_text(chunk: str) -> None:
                 text.append(chunk)
-                live.update(Markdown("".join(text)))
+                live.update(Markdown(neutralise("".join(text))))
 
             answer = session.turn(line, on_text, on_tool)
-            live.update(Markdown(answer))
+            live.update(Markdown(neutralise(answer)))
     except KeyboardInterrupt:
         console.print("[answer stopped]", style="yellow", markup=False, highlight=False)
     except TriageError as exc:
-        console.print(f"[red]{exc}[/red]", highlight=False)
+        console.print(literal(exc, "red"))

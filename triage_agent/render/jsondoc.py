@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from triage_agent import redact
 from triage_agent.report import Report
 
 SCHEMA = "triage.report/v1"
@@ -54,5 +55,5 @@ def document(report: Report) -> dict[str, Any]:
         "source": report.source,
         "notes": report.notes,
     }
-    cleaned: dict[str, Any] = _clean(doc)
+    cleaned: dict[str, Any] = redact.obj(_clean(doc))
     return cleaned

@@ -6,11 +6,10 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from triage_agent.render import calibration
-from triage_agent.render.text import sparkline
+from triage_agent.render.text import LiteralTable, literal, sparkline
 from triage_agent.report import Report
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
@@ -24,8 +23,8 @@ def _fmt(v: Any) -> str:
 
 def summary(report: Report) -> Panel:
     run = report.run
-    lines = [f"[bold]{run.root}[/bold]  kind: [cyan]{run.kind}[/cyan]",
-             f"files: {len(run.files)}  configs: {len(run.config_files())}  "
+    head = Text.assemble(literal(run.root, "bold"), "  kind: ", literal(run.kind, "cyan"))
+    lines = [f"files: {len(run.files)}  configs: {len(run.config_files())}  "
              f"rounds: {', '.join(f'{r.role} {r.index}' for r in run.rounds) or 'none'}"]
     if run.metrics is not None:
         lines.append(f"trainer metrics: {len(run.metrics.frame)} steps from {run.metrics.source}")
@@ -35,13 +34,13 @@ def summary(report: Report) -> Panel:
     src = report.source
     lines.append("source: " + ("deterministic rules (offline)" if src.get("kind") == "offline"
                                else f"model {src.get('model')} at {src.get('endpoint')}"))
-    return Panel("\n".join(lines), title="triage", expand=False)
+    return Panel(Text("\n").join([head, *(literal(x) for x in lines)]), title="triage", expand=False)
 
 
-def findings_table(report: Report) -> Table | Text:
+def findings_table(report: Report) -> LiteralTable | Text:
     if not report.findings:
         return Text("No findings: nothing looks wrong by the rules.", style="green")
-    t = Table(title="Findings", show_lines=False, expand=False)
+    t = LiteralTable(title="Findings", show_lines=False, expand=False)
     t.add_column("severity")
     t.add_column("id")
     t.add_column("what")
@@ -51,11 +50,11 @@ def findings_table(report: Report) -> Table | Text:
     return t
 
 
-def rounds_table(report: Report) -> Table | None:
+def rounds_table(report: Report) -> LiteralTable | None:
     rows = [(rd.name, name, st) for rd, stats in report.facts.round_stats() for name, st in stats.items()]
     if not rows:
         return None
-    t = Table(title="Per-round series", expand=False)
+    t = LiteralTable(title="Per-round series", expand=False)
     for col in ("round", "series", "mean", "first→last 10% (means)", "rho(step)", "swing", "curve"):
         t.add_column(col)
     for rname, name, st in rows[:40]:
@@ -76,7 +75,7 @@ def finding_starts(report: Report) -> dict[str, list[str]]:
     return out
 
 
-def metrics_table(report: Report) -> Table | None:
+def metrics_table(report: Report) -> LiteralTable | None:
     """A trainer run's canonical series: raw first and last values, head/tail means, range, trend, curve,
     and the findings that start on each."""
     facts, run = report.facts, report.run
@@ -90,7 +89,7 @@ def metrics_table(report: Report) -> Table | None:
     if not rows:
         return None
     frac = f"{report.rules['head_tail_fraction']:.0%}"
-    t = Table(title=f"Trainer metrics ({run.metrics.source}, {len(run.metrics.frame)} steps; head/tail = means of "
+    t = LiteralTable(title=f"Trainer metrics ({run.metrics.source}, {len(run.metrics.frame)} steps; head/tail = means of "
                     f"the first/last {frac} of steps)", expand=False)
     for col in ("series", "steps", "first → last", "head → tail", "min … max", "rho(step)", "curve", "findings"):
         t.add_column(col)
@@ -121,7 +120,7 @@ def filter_panel(report: Report) -> Panel | None:
     if run.filter_stats is None or a is None:
         return None
     b = report.facts.band
-    t = Table(expand=False, box=None)
+    t = LiteralTable(expand=False, box=None)
     t.add_column("accuracy")
     t.add_column("before", justify="right")
     t.add_column("")
@@ -137,7 +136,7 @@ def filter_panel(report: Report) -> Panel | None:
     share_after = "n/a" if a.share_after is None else f"{a.share_after:.1%}"
     caption = (f"band {b[0]:g}-{b[1]:g} (◆): {a.share_before:.1%} of {a.n_total} before, "
                f"{share_after} of {a.n_kept} kept after")
-    return Panel(Group(t, Text(caption)), title=f"Filter ({run.filter_stats.source})", expand=False)
+    return Panel(Group(t, literal(caption)), title=literal(f"Filter ({run.filter_stats.source})"), expand=False)
 
 
 def generator_panel(report: Report) -> Panel | None:
@@ -148,13 +147,13 @@ def generator_panel(report: Report) -> Panel | None:
     for g in traj.rounds:
         lines.append(f"round {g.index}: {g.start:.3f} → {g.end:.3f}  {sparkline(g.spark)}"
                      + (f"  ckpt {g.checkpoint_in}→{g.checkpoint_out}" if g.checkpoint_in else ""))
-    return Panel("\n".join(lines), title="Generator accuracy", expand=False)
+    return Panel(literal("\n".join(lines)), title="Generator accuracy", expand=False)
 
 
 def diagnosis_and_adjustments(report: Report) -> list[Any]:
     out: list[Any] = []
     if report.diagnosis:
-        t = Table(title="Diagnosis", expand=False)
+        t = LiteralTable(title="Diagnosis", expand=False)
         t.add_column("cause")
         t.add_column("findings")
         t.add_column("conf.")
@@ -162,16 +161,16 @@ def diagnosis_and_adjustments(report: Report) -> list[Any]:
             t.add_row(d.cause, ", ".join(d.findings), f"{d.confidence:.2f}")
         out.append(t)
     if report.adjustments:
-        t = Table(title="Suggested changes (re-computed on this run)", expand=False)
+        t = LiteralTable(title="Suggested changes (re-computed on this run)", expand=False)
         for col in ("file", "key", "from → to", "predicted", "meets target"):
             t.add_column(col)
         for a in report.adjustments:
             pred = ", ".join(f"{k}={_fmt(v)}" for k, v in a.predicted.items() if not isinstance(v, dict))
-            met = {True: "[green]yes[/green]", False: "[red]no[/red]", None: "-"}[a.meets_target]
+            met = {True: Text("yes", "green"), False: Text("no", "red"), None: Text("-")}[a.meets_target]
             t.add_row(a.file, a.key, f"{_fmt(a.from_)} → {_fmt(a.to)}", pred, met)
         out.append(t)
     if report.rejected:
-        t = Table(title="Rejected suggestions", expand=False)
+        t = LiteralTable(title="Rejected suggestions", expand=False)
         for col in ("file", "key", "to", "reason"):
             t.add_column(col)
         for x in report.rejected:
@@ -191,23 +190,24 @@ def render(report: Report, console: Console) -> None:
     for part in diagnosis_and_adjustments(report):
         console.print(part)
     for note in report.notes:
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(literal(f"note: {note}", "dim"))
 
 
 def doctor_view(res: Any, console: Console) -> None:
-    t = Table(title="triage doctor", expand=False)
+    t = LiteralTable(title="triage doctor", expand=False)
     for col in ("check", "", "detail", "fix"):
         t.add_column(col)
     for c in res.checks:
-        mark = {True: "[green]ok[/green]", False: "[red]FAIL[/red]", None: "[yellow]warn[/yellow]"}[c.ok]
+        mark = {True: Text("ok", "green"), False: Text("FAIL", "red"), None: Text("warn", "yellow")}[c.ok]
         t.add_row(c.name, mark, c.detail, c.fix or "")
     console.print(t)
     if res.capabilities:
-        caps = Table(title="Endpoint capabilities (remembered for later runs)", expand=False)
+        caps = LiteralTable(title="Endpoint capabilities (remembered for later runs)", expand=False)
         caps.add_column("capability")
         caps.add_column("")
         for k, v in sorted(res.capabilities.items()):
             caps.add_row(k, "yes" if v else "no")
         console.print(caps)
     fixes = [c.fix for c in res.checks if c.ok is False and c.fix]
-    console.print(f"[red]fix: {fixes[0]}[/red]" if fixes else "[green]ready for `triage report`[/green]", soft_wrap=True)
+    console.print(literal(f"fix: {fixes[0]}", "red") if fixes else Text("ready for `triage report`", "green"),
+                  soft_wrap=True)

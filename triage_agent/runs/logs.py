@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from triage_agent import redact
 from triage_agent.runs.model import CrashInfo, Frame, LogScan
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -237,7 +238,7 @@ class _Scanner:
     def error(self, exception: str, message: str, line: int, frames: list[Frame] | None = None,
               fatal: str | None = None) -> None:
         kind = crash_kind(exception, message)
-        self.errors.append(CrashInfo(exception, message, line, fatal, kind, _training_frame(frames or [])))
+        self.errors.append(CrashInfo(exception, redact.text(message), line, fatal, kind, _training_frame(frames or [])))
         del self.errors[:-MAX_CASCADE]
 
     def end_traceback(self) -> None:
@@ -371,9 +372,18 @@ class _Scanner:
 
 
 def scan_log(path: Path, rel: str) -> LogScan:
+    """One pass over the log; memory stays bounded whatever the length of its lines."""
     sc = _Scanner(rel)
+    lineno = 0
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        while raw := fh.readline(MAX_LINE):
+            lineno += 1
             sc.scan.lines = lineno
+            if len(raw) == MAX_LINE and not raw.endswith(b"\n"):
+                # a line longer than MAX_LINE (a dumped tensor, a base64 image): skip the rest of it unread
+                while (more := fh.readline(MAX_LINE)) and not more.endswith(b"\n"):
+                    pass
+                sc.scan.started = True
+                continue
             sc.line(raw, lineno)
     return sc.finish()
