@@ -47,6 +47,18 @@ def run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 30.
     """`triage ARGV` in a forked child with `env` applied; stdout/stderr captured at width 100."""
     from triage_agent.cli import main
 
+    def call(out: io.StringIO, err: io.StringIO) -> int:
+        if stdin is not None:
+            import sys
+
+            sys.stdin = io.StringIO(stdin)
+        return main(argv, stdout=Console(file=out, width=100), stderr=Console(file=err, width=100))
+
+    return run_fn(call, argv, env, timeout)
+
+
+def run_fn(fn: Any, argv: list[str] | None = None, env: dict[str, str] | None = None, timeout: float = 30.0) -> Result:
+    """`fn(stdout, stderr) -> exit code` in a forked child (see `run`)."""
     r, w = os.pipe()
     t0 = time.perf_counter()
     pid = os.fork()
@@ -57,11 +69,7 @@ def run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 30.
         try:
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
             os.environ.update(env or {})
-            if stdin is not None:
-                import sys
-
-                sys.stdin = io.StringIO(stdin)
-            code = main(argv, stdout=Console(file=out, width=100), stderr=Console(file=err, width=100))
+            code = fn(out, err)
         except SystemExit as exc:  # argparse
             code = exc.code if isinstance(exc.code, int) else 2
         except BaseException as exc:  # noqa: BLE001 - reported to the parent as a failure
@@ -87,5 +95,5 @@ def run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 30.
         raw = fh.read()
     doc: dict[str, Any] = json.loads(raw) if raw else {"code": None, "stdout": "", "stderr": ""}
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-    return Result(argv, doc["code"] if sig is None else None, doc["stdout"], doc["stderr"], seconds,
+    return Result(argv or [], doc["code"] if sig is None else None, doc["stdout"], doc["stderr"], seconds,
                   usage.ru_maxrss / 1024 if usage else 0.0, sig)

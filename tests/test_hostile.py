@@ -109,3 +109,62 @@ def test_hostile_run_files(run_files, name, command):
         json.loads(res.stdout)
     after = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
     assert before == after
+
+
+# -- class 3: the model's tool calls -----------------------------------------------------------------
+BIG_LOG = "".join(f"step:{i} - critic/score/mean:0.5 - note:{'a' * 40}\n" for i in range(1, 20001))
+TOOL_CASES = [
+    ("search_log", {"pattern": "(a+)+$"}),  # catastrophic backtracking in a backtracking engine
+    ("search_log", {"pattern": "(x+x+)+y"}),
+    ("search_log", {"pattern": "(a)\\1"}),  # a backreference: not RE2, searched as text
+    ("search_log", {"pattern": "a" * 2_000_000}),
+    ("search_log", {"pattern": ""}),
+    ("rollout_reliability", {"rollouts": 10**12}),
+    ("rollout_reliability", {"rollouts": 5000}),  # past the float overflow of math.comb * p**k
+    ("simulate_adjustment", {"changes": {"configs/c.yaml:rollouts_per_question": 1e12}}),
+    ("simulate_adjustment", {"changes": {f"k{i}": 1.0 for i in range(5000)}}),
+    ("summarize_reward_histogram", {"round": "x" * 1_000_000, "series": "y"}),
+    ("read_config", {"file": "../../etc/passwd"}),
+    ("trainer_metrics", {"series": "z" * 100_000}),
+    ("no_such_tool", {}),
+]
+
+
+@pytest.fixture(scope="module")
+def tool_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tool_run")
+    (root / "configs").mkdir()
+    (root / "configs" / "c.yaml").write_text("rollouts_per_question: 4\nboundary_band: [0.4, 0.6]\n"
+                                             "openai_key: sk-live-abcdefghijklmnop1234\nprivate_key: hunter2\n")
+    (root / "train.log").write_text(BIG_LOG)
+    return root
+
+
+@pytest.mark.parametrize(("tool", "args"), TOOL_CASES, ids=[f"{t}-{i}" for i, (t, _) in enumerate(TOOL_CASES)])
+def test_hostile_tool_calls(tool_run, tool, args):
+    from tests.hostile import run_fn
+
+    def call(out, err):
+        from triage_agent.agent import tools
+        from triage_agent.findings.facts import resolve
+        from triage_agent.runs.load import load_run
+
+        got = tools.call(resolve(load_run(tool_run)), tool, json.dumps(args))
+        out.write(got.text)
+        return 0
+
+    res = run_fn(call, [tool], timeout=30)
+    assert res.problems({0}, 15.0, 1500.0) == [], (tool, res.stderr[-1000:], res.seconds)
+    assert len(res.stdout) < 12_000  # bounded, whatever the argument's size
+    assert "sk-live" not in res.stdout and "hunter2" not in res.stdout
+
+
+def test_secrets_never_reach_the_model_or_the_report(tool_run, tmp_path):
+    from triage_agent.agent import tools
+    from triage_agent.findings.facts import resolve
+    from triage_agent.runs.load import load_run
+
+    facts = resolve(load_run(tool_run))
+    text = tools.call(facts, "read_config", {}).text
+    assert "sk-live" not in text and "hunter2" not in text and text.count("[redacted]") == 2
+    assert tools.call(facts, "rollout_reliability", {"rollouts": 5000}).output["estimates"]["given"]["rollouts"] == 5000

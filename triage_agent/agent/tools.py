@@ -8,7 +8,7 @@ numbers, top-k, bins, and the source file of every number.
 from __future__ import annotations
 
 import json
-import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -25,6 +25,9 @@ from triage_agent.runs.logs import clean
 from triage_agent.runs.model import Round, Run
 
 MAX_MATCHES = 20
+MAX_PATTERN = 500
+SEARCH_SECONDS = 10.0  # a search stops here and says so
+MAX_ARGUMENTS = 64 << 10  # bytes of JSON arguments a tool call may send
 MAX_SERIES = 30  # series in one trainer_metrics answer; the rest are counted
 MAX_ROLLOUTS = 10_000  # beyond this the binomial tables cost more than they tell
 
@@ -326,29 +329,48 @@ def search_log(facts: Facts, pattern: str, file: str | None = None, max_matches:
         file: one log file (relative path); all logs when omitted
         max_matches: at most this many lines (up to 20)
     """
-    try:
-        rx = re.compile(pattern, re.I)
-    except re.error as exc:
-        raise ValueError(f"bad pattern: {exc}") from None
+    if not pattern or len(pattern) > MAX_PATTERN:
+        raise ValueError(f"the pattern must have 1 to {MAX_PATTERN} characters")
+    find, how = _matcher(pattern)
     run = facts.run
     logs = [s.path for s in run.logs]
     if file is not None and file not in logs:
-        raise ValueError(f"'{file}' is not a log of this run; logs: {', '.join(logs) or 'none'}")
+        raise ValueError(f"'{file[:200]}' is not a log of this run; logs: {', '.join(logs) or 'none'}")
     root = run.root.resolve()
     matches: list[dict[str, Any]] = []
     limit = max(1, min(max_matches, MAX_MATCHES))
+    deadline = time.monotonic() + SEARCH_SECONDS
     for rel in [file] if file else logs:
         path = (run.root / rel).resolve()
         if root not in path.parents:  # a symlink or `..` that escapes the run folder
             raise ValueError(f"'{rel}' resolves outside the run folder; refused")
         with path.open("rb") as fh:
-            for i, raw in enumerate(fh, start=1):
+            for i, raw in enumerate(iter(lambda: fh.readline(1 << 20), b""), start=1):
                 text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-                if rx.search(text):
+                if find(text):
                     matches.append({"file": rel, "line": i, "text": redact.text(text[:200])})
                     if len(matches) >= limit:
-                        return {"matches": matches, "truncated": True, "source": rel}
-    return {"matches": matches, "truncated": False, "source": ", ".join(logs)}
+                        return {"matches": matches, "truncated": True, "matched_as": how, "source": rel}
+                if i % 4096 == 0 and time.monotonic() > deadline:
+                    return {"matches": matches, "truncated": True, "matched_as": how,
+                            "stopped": f"after {SEARCH_SECONDS:g} s, at line {i} of {rel}", "source": rel}
+    return {"matches": matches, "truncated": False, "matched_as": how, "source": ", ".join(logs)}
+
+
+def _matcher(pattern: str) -> tuple[Callable[[str], bool], str]:
+    """A case-insensitive search in linear time (RE2), or a plain substring search when RE2 is missing or
+    refuses the pattern (backreferences, lookaround): a model's pattern can never backtrack for hours."""
+    try:
+        import re2
+
+        rx = re2.compile(pattern, re2.IGNORECASE)
+        return (lambda text: rx.search(text) is not None), "regular expression (RE2)"
+    except ImportError:
+        pass
+    except Exception:  # noqa: BLE001 - re2 raises its own error type for patterns it does not support
+        pass
+    needle = pattern.lower()
+    return (lambda text: needle in text.lower()), "literal text (not a pattern RE2 accepts)"
 
 
 TOOLS: list[Callable[..., dict[str, Any]]] = [
@@ -382,6 +404,8 @@ def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult
     fn = BY_NAME.get(name)
     if fn is None:
         return ToolResult(error=f"unknown tool '{name[:80]}'. Valid tools: {', '.join(BY_NAME)}")
+    if isinstance(arguments, str) and len(arguments) > MAX_ARGUMENTS:
+        return ToolResult(error=f"arguments of {len(arguments):,} characters; at most {MAX_ARGUMENTS:,}")
     try:
         args = safejson.loads(arguments) if isinstance(arguments, str) else arguments
         if args is None:

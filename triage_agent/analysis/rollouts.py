@@ -23,7 +23,8 @@ def reliability(n: int, band: tuple[float, float], p: float = 0.5) -> Reliabilit
     lo, hi = band
     eps = 1e-9
     inside = [k for k in range(n + 1) if lo - eps <= k / n <= hi + eps]
-    p_in = sum(math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in inside)
+    # in log space: math.comb(n, k) * p**k overflows a float from n ~ 1030 on
+    p_in = sum(math.exp(_log_pmf(n, k, p)) for k in inside)
     return Reliability(
         rollouts=n,
         standard_error=math.sqrt(p * (1 - p) / n),
@@ -31,6 +32,13 @@ def reliability(n: int, band: tuple[float, float], p: float = 0.5) -> Reliabilit
         band=band,
         attainable=[round(k / n, 4) for k in inside],
     )
+
+
+def _log_pmf(n: int, k: int, p: float) -> float:
+    if p in (0.0, 1.0):
+        return 0.0 if k == round(n * p) else -math.inf
+    return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+            + k * math.log(p) + (n - k) * math.log(1 - p))
 
 
 def pass_rates(prompts: Sequence[str], scores: np.ndarray) -> list[float]:

@@ -24,6 +24,11 @@ COUNT_KEYS = {"rollouts_per_question", "boundary_rollouts", "calibrate_every_ste
 # trainer keys that are non-negative reals whatever their type in the file (`beta: 0` is a coefficient)
 REAL_KEYS = {"beta", "kl_coef", "kl_loss_coef", "init_kl_coef", "learning_rate", "lr", "entropy_coeff",
              "temperature", "max_grad_norm"}
+# upper bounds of counts: a what-if past them would cost more than it can tell (1e12 rollouts)
+COUNT_MAX = {"rollouts_per_question": 10_000, "boundary_rollouts": 10_000, "num_generations": 1024, "n": 1024,
+             "calibrate_every_steps": 10**9, "max_steps": 10**9, "max_completion_length": 1 << 20,
+             "max_response_length": 1 << 20, "response_length": 1 << 20}
+DEFAULT_COUNT_MAX = 10**9
 NOT_PREDICTABLE = "not predictable from this run"
 GENERATION_LEAVES = {"num_generations", "n"}
 TRUNCATION_LEAVES = {"max_completion_length", "max_response_length", "response_length"}
@@ -58,8 +63,9 @@ def check(facts: Facts, file: str, key: str, to: Any) -> tuple[ConfigValue | Non
         if new < 0 or (leaf == "temperature" and new == 0):
             return None, f"{leaf} must be {'> 0' if leaf == 'temperature' else '>= 0'}"
     elif leaf in COUNT_KEYS or cv.name.endswith("rollout.n") or (isinstance(cv.value, int) and parent != "weights"):
-        if new < 1 or int(new) != new:
-            return None, "a count must be an integer >= 1"
+        top = COUNT_MAX.get(leaf, DEFAULT_COUNT_MAX)
+        if new < 1 or int(new) != new or new > top:
+            return None, f"a count must be an integer from 1 to {top:,}"
     elif parent == "weights" or ".weights." in f".{cv.name}":
         if new < 0:
             return None, "a weight must be >= 0"
