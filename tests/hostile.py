@@ -52,7 +52,7 @@ def run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 30.
             import sys
 
             sys.stdin = io.StringIO(stdin)
-        return main(argv, stdout=Console(file=out, width=100), stderr=Console(file=err, width=100))
+        return main(argv, stdout=Console(file=out, width=100), stderr=Console(file=err, width=100, soft_wrap=True))
 
     return run_fn(call, argv, env, timeout)
 

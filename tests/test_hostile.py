@@ -168,3 +168,121 @@ def test_secrets_never_reach_the_model_or_the_report(tool_run, tmp_path):
     text = tools.call(facts, "read_config", {}).text
     assert "sk-live" not in text and "hunter2" not in text and text.count("[redacted]") == 2
     assert tools.call(facts, "rollout_reliability", {"rollouts": 5000}).output["estimates"]["given"]["rollouts"] == 5000
+
+
+# -- class 4: transport ------------------------------------------------------------------------------
+def _raw_200(body: bytes, content_type: str = "application/json"):
+    def write(h):
+        h.send_response(200)
+        h.send_header("Content-Type", content_type)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+    return {"raw": write}
+
+
+def _sse(lines: list[bytes], then_close: bool = True, forever: bytes | None = None):
+    def write(h):
+        import time as _t
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.end_headers()
+        for line in lines:
+            h.wfile.write(line)
+            h.wfile.flush()
+        t0 = _t.monotonic()
+        while forever is not None and _t.monotonic() - t0 < 20:  # bounded: the test server stops by itself
+            h.wfile.write(forever)
+            h.wfile.flush()
+            _t.sleep(0.2)
+        if then_close:
+            h.close_connection = True
+    return {"raw": write}
+
+
+def _trickle():
+    def write(h):
+        import time as _t
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", "100000")
+        h.end_headers()
+        t0 = _t.monotonic()
+        while _t.monotonic() - t0 < 20:
+            h.wfile.write(b" ")
+            h.wfile.flush()
+            _t.sleep(0.5)
+    return {"raw": write}
+
+
+def _chunk(text: str | None = None, finish: str | None = None) -> bytes:
+    delta = {"content": text} if text is not None else {}
+    obj = {"id": "s", "object": "chat.completion.chunk", "created": 0, "model": "m",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return f"data: {json.dumps(obj)}\n\n".encode()
+
+
+def _ok(text: str = "fine"):
+    from tests.scripted_server import completion
+    return completion(text)
+
+
+TRANSPORT = {
+    "invalid_json_200": ([_raw_200(b"{not json")], {3}),
+    "empty_body_200": ([_raw_200(b"")], {3}),
+    "choices_string": ([_raw_200(b'{"id": "x", "choices": "x", "object": "chat.completion", "created": 0, '
+                                 b'"model": "m"}')], {3}),
+    "message_null": ([_raw_200(b'{"id": "x", "choices": [{"index": 0, "message": null, "finish_reason": "stop"}], '
+                               b'"object": "chat.completion", "created": 0, "model": "m"}')], {3}),
+    "function_null": ([_raw_200(b'{"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", '
+                                b'"content": null, "tool_calls": [{"id": "c", "type": "function", "function": null}]},'
+                                b' "finish_reason": "tool_calls"}], "object": "chat.completion", "created": 0, '
+                                b'"model": "m"}')], {3}),
+    "retry_after_negative": ([{"status": 429, "json": {"error": {"message": "slow down"}},
+                               "headers": {"Retry-After": "-5"}}, "OK"], {0}),
+    "retry_after_nan": ([{"status": 429, "json": {"error": {"message": "slow down"}},
+                          "headers": {"Retry-After": "nan"}}, "OK"], {0}),
+    "trickle": ([_trickle()], {3}),
+}
+STREAM = {
+    "sse_not_json": ([_sse([_chunk("Hel"), b"data: {oops\n\n"])], {3}),
+    "keepalives_forever": ([_sse([b": ping\n\n"], forever=b": ping\n\n")], {3}),
+    "cut_halfway": ([_sse([_chunk("The filter "), _chunk("drops")])], {3}),
+    "closed_without_done": ([_sse([_chunk("The filter "), _chunk("drops it.")])], {3}),
+    "complete": ([_sse([_chunk("All "), _chunk("good.", "stop"), b"data: [DONE]\n\n"])], {0}),
+}
+RUN_DIR = Path(__file__).resolve().parent.parent / "sample_runs" / "few_rollouts"
+
+
+def _script(items):
+    return [_ok() if x == "OK" else x for x in items]
+
+
+@pytest.mark.parametrize("name", sorted(TRANSPORT))
+def test_hostile_endpoint_report(name, tmp_path):
+    from tests.scripted_server import ScriptedServer
+
+    items, exits = TRANSPORT[name]
+    with ScriptedServer(_script(items) + [_ok()] * 3) as srv:
+        res = run(["report", str(RUN_DIR), "--json", "--no-save"],
+                  env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "m", "TRIAGE_TIMEOUT": "3",
+                       "XDG_STATE_HOME": str(tmp_path)}, timeout=40)
+    assert res.problems(exits, 15.0, LIMIT_MB) == [], (name, res.code, res.stderr[-1500:], res.seconds)
+    if res.code == 3:
+        assert res.stderr.strip().startswith("triage: ") and len(res.stderr.strip().splitlines()) == 1
+        assert "timed out after 3 s" in res.stderr or name != "trickle"
+
+
+@pytest.mark.parametrize("name", sorted(STREAM))
+def test_hostile_endpoint_stream(name, tmp_path):
+    from tests.scripted_server import ScriptedServer
+
+    items, exits = STREAM[name]
+    with ScriptedServer(_script(items) + [_sse([_chunk("again", "stop")])] * 3) as srv:
+        res = run(["ask", str(RUN_DIR), "why?", "--no-save"],
+                  env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "m", "TRIAGE_TIMEOUT": "3",
+                       "XDG_STATE_HOME": str(tmp_path)}, timeout=40)
+    assert res.problems(exits, 15.0, LIMIT_MB) == [], (name, res.code, res.stderr[-1500:], res.seconds)
+    assert "again" not in res.stdout  # nothing is asked twice and printed twice
+    if name in ("cut_halfway", "closed_without_done"):
+        assert res.stdout.count("The filter") == 1 and "unfinished" in res.stderr

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,14 +84,16 @@ def _retryable(exc: BaseException) -> bool:
 
 
 def _retry_after(exc: BaseException) -> float | None:
+    """The server's Retry-After in seconds, when it is a finite number; clamped to 0..60."""
     resp = getattr(exc, "response", None)
-    if resp is None:
-        return None
-    value = resp.headers.get("retry-after")
+    value = getattr(resp, "headers", {}).get("retry-after") if resp is not None else None
     try:
-        return min(float(value), 60.0) if value is not None else None
-    except ValueError:
+        seconds = float(value) if value is not None else None
+    except (TypeError, ValueError):
         return None
+    if seconds is None or not math.isfinite(seconds):
+        return None
+    return min(max(seconds, 0.0), 60.0)
 
 
 _LEAKED = [re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S),
@@ -171,6 +175,8 @@ class LLMClient:
 
     def __post_init__(self) -> None:
         self.capabilities = dict(self.settings.capabilities) | self.capabilities
+        self.deadline_at = time.monotonic() + self.settings.command_deadline
+        self.abandoned = threading.Event()
         # the SDK's own HTTP library's Timeout (openai.Timeout), so the connect timeout reaches the socket
         timeout = openai.Timeout(self.settings.timeout, connect=self.settings.connect_timeout)
         self.sdk = OpenAI(base_url=self.settings.base_url, api_key=self.settings.api_key or "not-needed",
@@ -211,13 +217,47 @@ class LLMClient:
             return after
         return min(self.settings.retry_wait * 2.0 ** (state.attempt_number - 1), 30.0)
 
-    def _call(self, fn: Callable[[], Any]) -> Any:
-        retrying = Retrying(retry=retry_if_exception(_retryable), stop=stop_after_attempt(self.settings.max_attempts),
-                            wait=self._wait, sleep=self.sleep, reraise=True)
+    def _call(self, fn: Callable[[], Any], emitted: list[bool] | None = None) -> Any:
+        """`fn` under the one retry layer, each attempt within the request deadline. A stream that already
+        printed text is never retried (it would print again): it ends as a cut-off answer."""
+        printed = emitted or [False]
+        retrying = Retrying(retry=retry_if_exception(lambda e: _retryable(e) and not printed[0]),
+                            stop=stop_after_attempt(self.settings.max_attempts), wait=self._wait, sleep=self.sleep,
+                            reraise=True)
         try:
-            return retrying(fn)
+            return retrying(lambda: self._within_deadline(fn))
         except openai.OpenAIError as exc:
+            if printed[0]:
+                raise EndpointError("cut", f"the answer from {self.settings.base_url} was cut off mid-stream "
+                                    f"({_short(exc)}); what arrived is shown above, unfinished") from None
             raise self._fail(exc) from None
+
+    def _within_deadline(self, fn: Callable[[], Any]) -> Any:
+        """Run `fn` in a worker thread and give up at the deadline: a server that trickles a byte a second or
+        sends keep-alives forever is cut off, whatever the per-read timeout."""
+        remaining = self.deadline_at - time.monotonic()
+        if remaining <= 0:
+            raise EndpointError("timeout", f"the command used its {self.settings.command_deadline:g} s budget for "
+                                "model requests")
+        seconds = min(self.settings.timeout, remaining)
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=work, daemon=True, name="triage-request").start()
+        if not done.wait(seconds):
+            self.abandoned.set()  # the worker may still deliver text: it is dropped from now on
+            raise EndpointError("timeout", f"the endpoint {self.settings.base_url} timed out after {seconds:g} s")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
 
     # -- API ----------------------------------------------------------------------------------
     def list_models(self) -> list[str]:
@@ -248,8 +288,15 @@ class LLMClient:
     def _send_with_fallbacks(self, body: dict[str, Any], on_text: Callable[[str], None] | None) -> ChatResult:
         """Send; on a rejection that names an optional feature, drop it and send again."""
         while True:
+            emitted = [False]
+
+            def text(chunk: str, emitted: list[bool] = emitted) -> None:
+                if on_text is not None and not self.abandoned.is_set():
+                    emitted[0] = True
+                    on_text(chunk)
+
             try:
-                result: ChatResult = self._call(lambda: self._send(body, on_text))
+                result: ChatResult = self._call(lambda: self._send(body, text if on_text else None), emitted)
             except EndpointError as err:
                 if not self._drop_rejected(body, err):
                     raise
@@ -298,23 +345,42 @@ class LLMClient:
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
             raise EndpointError("rejected", f"{self.settings.base_url} refused the request (HTTP {exc.status_code}): "
                                 f"{_short(exc)}", exc.status_code, str(exc)) from None
+        except (openai.OpenAIError, EndpointError):
+            raise
+        except Exception as exc:  # the SDK met a body it could not read (invalid JSON, a cut SSE line)
+            raise EndpointError("bad_response", f"{self.settings.base_url} sent a malformed response "
+                                f"({type(exc).__name__}: {str(exc)[:160]})") from None
         return self._parse(resp)
 
     def _parse(self, resp: Any) -> ChatResult:
-        if not getattr(resp, "choices", None):
-            raise EndpointError("bad_response", f"{self.settings.base_url} returned no choices")
-        msg = resp.choices[0].message
+        """A completion, read defensively: any field of the wrong shape is a malformed response, not a crash."""
+        bad = f"{self.settings.base_url} sent a malformed response"
+        choices = getattr(resp, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise EndpointError("bad_response", f"{bad}: no choices")
+        msg = getattr(choices[0], "message", None)
+        content = getattr(msg, "content", None)
+        if msg is None or not (content is None or isinstance(content, str)):
+            raise EndpointError("bad_response", f"{bad}: the choice has no message")
         calls = []
-        for i, tc in enumerate(msg.tool_calls or []):
-            fn = tc.function if not isinstance(tc, dict) else _Obj(tc.get("function", {}))
-            args = fn.arguments
+        raw_calls = getattr(msg, "tool_calls", None) or []
+        if not isinstance(raw_calls, list):
+            raise EndpointError("bad_response", f"{bad}: tool_calls is not a list")
+        for i, tc in enumerate(raw_calls):
+            fn = tc.get("function") if isinstance(tc, dict) else getattr(tc, "function", None)
+            if isinstance(fn, dict):
+                fn = _Obj(fn)
+            name = getattr(fn, "name", None)
+            if fn is None or not isinstance(name, str):
+                raise EndpointError("bad_response", f"{bad}: tool call {i} has no function name")
+            args = getattr(fn, "arguments", None)
             if not isinstance(args, str):  # some servers send an object
                 self.capabilities["arguments_as_object"] = True
-                args = json.dumps(args)
-            calls.append(ToolCall(getattr(tc, "id", None) or f"call_{i}", fn.name, args or "{}"))
+                args = json.dumps(args if args is not None else {})
+            call_id = tc.get("id") if isinstance(tc, dict) else getattr(tc, "id", None)
+            calls.append(ToolCall(call_id if isinstance(call_id, str) and call_id else f"call_{i}", name, args or "{}"))
         usage = getattr(resp, "usage", None)
-        return ChatResult(msg.content or "", calls,
-                          getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0,
+        return ChatResult(content or "", calls, _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"),
                           usage is None)
 
     def _stream(self, body: dict[str, Any], extra: dict[str, Any], on_text: Callable[[str], None] | None) -> ChatResult:
@@ -323,29 +389,46 @@ class LLMClient:
         calls: dict[int, dict[str, str]] = {}
         usage = None
         events = 0
+        finished = False
         for chunk in stream:
             events += 1
             if getattr(chunk, "usage", None):
                 usage = chunk.usage
-            if not chunk.choices:
+            choices = getattr(chunk, "choices", None)
+            if not isinstance(choices, list) or not choices:
                 continue
-            delta = chunk.choices[0].delta
-            if delta.content:
-                text.append(delta.content)
+            finished = finished or bool(getattr(choices[0], "finish_reason", None))
+            delta = getattr(choices[0], "delta", None)
+            content = getattr(delta, "content", None)
+            if isinstance(content, str) and content:
+                text.append(content)
                 if on_text:
-                    on_text(delta.content)
-            for tc in delta.tool_calls or []:
-                slot = calls.setdefault(tc.index if tc.index is not None else len(calls), {"id": "", "name": "", "args": ""})
-                if tc.id:
+                    on_text(content)
+            for tc in getattr(delta, "tool_calls", None) or []:
+                index = getattr(tc, "index", None)
+                slot = calls.setdefault(index if isinstance(index, int) else len(calls),
+                                        {"id": "", "name": "", "args": ""})
+                if isinstance(getattr(tc, "id", None), str):
                     slot["id"] = tc.id
-                if tc.function and tc.function.name:
-                    slot["name"] += tc.function.name
-                if tc.function and tc.function.arguments:
-                    a = tc.function.arguments
-                    slot["args"] += a if isinstance(a, str) else json.dumps(a)
+                fn = getattr(tc, "function", None)
+                name = getattr(fn, "name", None)
+                if isinstance(name, str):
+                    slot["name"] += name
+                args = getattr(fn, "arguments", None)
+                if args:
+                    slot["args"] += args if isinstance(args, str) else json.dumps(args)
+        if events and not finished and not self.abandoned.is_set():
+            raise EndpointError("cut", f"the stream from {self.settings.base_url} ended before the answer finished "
+                                "(no finish_reason); what arrived is unfinished")
         tool_calls = [ToolCall(v["id"] or f"call_{k}", v["name"], v["args"] or "{}") for k, v in sorted(calls.items())]
-        return ChatResult("".join(text), tool_calls, getattr(usage, "prompt_tokens", 0) or 0,
-                          getattr(usage, "completion_tokens", 0) or 0, usage is None, empty_stream=events == 0)
+        return ChatResult("".join(text), tool_calls, _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"),
+                          usage is None, empty_stream=events == 0)
+
+
+def _count(usage: Any, name: str) -> int:
+    """A token count from a usage object; 0 for anything that is not a non-negative integer."""
+    value = getattr(usage, name, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _no_null_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

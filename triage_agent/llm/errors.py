@@ -5,9 +5,8 @@ from __future__ import annotations
 from triage_agent import redact
 from triage_agent.errors import TriageError
 
-# timeout, unreachable, auth, not_found, model_not_found, rate_limited, server, rejected, bad_response, failed
 KINDS = ("timeout", "unreachable", "auth", "not_found", "model_not_found", "rate_limited", "server", "rejected",
-         "bad_response", "failed")
+         "bad_response", "cut", "failed")
 
 
 class EndpointError(TriageError):

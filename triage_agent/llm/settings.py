@@ -6,6 +6,7 @@ transcripts store only its source.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -44,8 +45,9 @@ class Settings:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     model: str | None = None
-    timeout: float = 120.0
-    connect_timeout: float = 10.0
+    timeout: float = 120.0  # the whole of one request, however the server trickles its answer
+    connect_timeout: float = 5.0  # a server that is down fails within this
+    command_deadline: float = 900.0  # all model requests of one command
     profile: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
     capabilities: dict[str, bool] = field(default_factory=dict)
@@ -74,8 +76,10 @@ def _load_config(path: Path) -> dict[str, Any]:
     try:
         doc: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
         return doc
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise TriageError(f"{path}: unreadable config ({exc})") from exc
+    except RecursionError:
+        raise TriageError(f"{path}: unreadable config (nested too deeply)") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise TriageError(f"{path}: unreadable config ({exc})") from None
 
 
 def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
@@ -84,6 +88,8 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
     path = config_path(env)
     doc = _load_config(path)
     profiles = doc.get("profiles", {})
+    if not isinstance(profiles, dict):
+        raise TriageError(f"{path}: [profiles] must be a table")
     name = flags.get("profile") or env.get("TRIAGE_PROFILE") or doc.get("default_profile")
     prof: dict[str, Any] = {}
     if name:
@@ -91,6 +97,8 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
             known = ", ".join(sorted(profiles)) or "none"
             raise TriageError(f"no profile '{name}' in {path} (profiles: {known})")
         prof = profiles[name]
+        if not isinstance(prof, dict):
+            raise TriageError(f"{path}: profile '{name}' must be a table")
     s = Settings(profile=name)
 
     def pick(attr: str, flag: str, env_names: tuple[str, ...], prof_key: str) -> None:
@@ -117,13 +125,30 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
             break
     if s.base_url is None and s.api_key and s.sources.get("api_key", "").startswith("$OPENAI"):
         s.base_url, s.sources["base_url"] = OPENAI_DEFAULT, "default (OPENAI_API_KEY set)"
-    for key in ("timeout", "connect_timeout"):
-        if key in prof:
-            setattr(s, key, float(prof[key]))
+    for key, env_name in (("timeout", "TRIAGE_TIMEOUT"), ("connect_timeout", None), ("command_deadline",
+                                                                                     "TRIAGE_DEADLINE")):
+        raw = env.get(env_name) if env_name and env.get(env_name) else prof.get(key)
+        if raw is not None:
+            setattr(s, key, _seconds(raw, key))
     if "max_tokens" in prof:
-        s.max_tokens = int(prof["max_tokens"])
-    s.capabilities = {str(k): bool(v) for k, v in prof.get("capabilities", {}).items()}
+        tokens = prof["max_tokens"]
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
+            raise TriageError(f"profile {name}: max_tokens must be a whole number from 1 to 1,000,000")
+        s.max_tokens = tokens
+    caps = prof.get("capabilities", {})
+    s.capabilities = {str(k): bool(v) for k, v in caps.items()} if isinstance(caps, dict) else {}
     return s
+
+
+def _seconds(raw: Any, what: str) -> float:
+    """A timeout from a flag, the environment or a profile: a finite number of seconds from 0.1 to a day."""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not 0.1 <= value <= 86_400:  # also false for nan
+        raise TriageError(f"{what} must be a number of seconds from 0.1 to 86400, not {str(raw)[:40]!r}")
+    return value
 
 
 CONFIGURE_HINT = ("set OPENAI_BASE_URL (e.g. http://127.0.0.1:8080/v1) and TRIAGE_MODEL (plus OPENAI_API_KEY if the "
