@@ -286,3 +286,104 @@ def test_hostile_endpoint_stream(name, tmp_path):
     assert "again" not in res.stdout  # nothing is asked twice and printed twice
     if name in ("cut_halfway", "closed_without_done"):
         assert res.stdout.count("The filter") == 1 and "unfinished" in res.stderr
+
+
+# -- class 6: apply ----------------------------------------------------------------------------------
+def _report(run_path, adjustments):
+    return {"schema": "triage.report/v1", "run": {"path": str(run_path)}, "adjustments": adjustments}
+
+
+@pytest.fixture
+def apply_run(tmp_path):
+    root = tmp_path / "run"
+    (root / "configs").mkdir(parents=True)
+    (root / "configs" / "filter_config.yaml").write_text("filter:\n  easy_threshold: 0.4\n  rollouts_per_question: 4\n")
+    (root / "filter_stats.jsonl").write_text("".join(json.dumps({"accuracy": a / 10, "kept": a < 4}) + "\n"
+                                                     for a in range(11)))
+    return root
+
+
+APPLY_REPORTS = {
+    "run_is_a_string": lambda run: {"schema": "triage.report/v1", "run": "x", "adjustments": []},
+    "adjustments_not_a_list": lambda run: _report(run, 5),
+    "adjustment_not_an_object": lambda run: _report(run, [5, "x", None]),
+    "huge_integer": lambda run: _report(run, [{"file": "configs/filter_config.yaml",
+                                               "key": "filter.easy_threshold", "to": int("9" * 401)}]),
+    "deep_nesting": None,
+    "not_json": None,
+    "key_outside": lambda run: _report(run, [{"file": "../../etc/passwd", "key": "root", "to": 1}]),
+    "long_strings": lambda run: _report(run, [{"file": "x" * 1_000_000, "key": "y" * 1_000_000, "to": 1}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(APPLY_REPORTS))
+def test_hostile_reports_for_apply(apply_run, tmp_path, name):
+    report = tmp_path / "r.json"
+    if name == "deep_nesting":
+        report.write_text('{"schema": "triage.report/v1", "run": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    elif name == "not_json":
+        report.write_bytes(b"\xff\xfe{")
+    else:
+        report.write_text(json.dumps(APPLY_REPORTS[name](apply_run)))
+    before = (apply_run / "configs" / "filter_config.yaml").read_text()
+    res = run(["apply", str(report), "--in-place"])
+    assert res.problems(EXITS, LIMIT_S, LIMIT_MB) == [], (name, res.code, res.stderr[-1000:])
+    assert len(res.stderr) < 5000
+    assert (apply_run / "configs" / "filter_config.yaml").read_text() == before
+    assert not list(apply_run.rglob("*.bak"))
+
+
+def test_in_place_refuses_a_hard_linked_config(apply_run, tmp_path):
+    outside = tmp_path / "shared_config.yaml"
+    os.link(apply_run / "configs" / "filter_config.yaml", outside)
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps(_report(apply_run, [{"file": "configs/filter_config.yaml", "key": "filter.easy_threshold",
+                                                      "to": 0.5, "from": 0.4}])))
+    res = run(["apply", str(report), "--in-place"])
+    assert res.code == 2 and "linked" in res.stderr
+    assert "0.4" in outside.read_text() and not list(apply_run.rglob("*.bak"))
+
+
+def test_a_failed_in_place_write_leaves_no_backup(apply_run, tmp_path):
+    """The backup is written, then writing the edit fails (the file-size limit stops it one byte short):
+    the original stays as it was and no .bak (or temporary file) is left behind."""
+    config = apply_run / "configs" / "filter_config.yaml"
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps(_report(apply_run, [{"file": "configs/filter_config.yaml",
+                                                      "key": "filter.easy_threshold", "to": 0.45, "from": 0.4}])))
+    from tests.hostile import run_fn
+
+    def limited(out, err):
+        import resource
+        import signal as sig
+
+        from rich.console import Console
+
+        from triage_agent.cli import main
+        sig.signal(sig.SIGXFSZ, sig.SIG_IGN)  # past the limit, write() fails with EFBIG instead of a signal
+        size = config.stat().st_size
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))  # the copy fits, the longer edit does not
+        return main(["apply", str(report), "--in-place"], stdout=Console(file=out), stderr=Console(file=err))
+
+    before = config.read_text()
+    res = run_fn(limited)
+    assert res.code == 2 and "cannot write" in res.stderr, res.stderr
+    assert config.read_text() == before
+    assert sorted(p.name for p in config.parent.iterdir()) == ["filter_config.yaml"]
+
+
+def test_apply_skips_unmet_and_refuses_a_stale_report(apply_run, tmp_path):
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps(_report(apply_run, [
+        {"file": "configs/filter_config.yaml", "key": "filter.easy_threshold", "to": 0.9, "from": 0.4,
+         "meets_target": False}])))
+    res = run(["apply", str(report)])
+    assert res.code == 0 and res.stdout == "" and "does not reach the target" in res.stderr
+    assert "+  easy_threshold: 0.9" in run(["apply", str(report), "--include-unmet"]).stdout
+    stale = tmp_path / "s.json"
+    stale.write_text(json.dumps(_report(apply_run, [
+        {"file": "configs/filter_config.yaml", "key": "filter.easy_threshold", "to": 0.5, "from": 0.3}])))
+    res = run(["apply", str(stale)])
+    assert res.code == 2 and "filter.easy_threshold is 0.4 now" in res.stderr and "0.3" in res.stderr
+    assert run(["apply", str(stale), "--force"]).code == 0
+    assert "no such report" in run(["apply", str(tmp_path / "missing.json")]).stderr

@@ -88,6 +88,10 @@ def _parser() -> argparse.ArgumentParser:
                  "report). Only values change; comments, order and formatting stay.")
     sp.add_argument("source", help="a report JSON from `triage report --json`, or a run folder")
     sp.add_argument("--run", help="the run folder, when the report JSON was written elsewhere")
+    sp.add_argument("--include-unmet", action="store_true",
+                    help="also apply changes whose what-if says they miss their target")
+    sp.add_argument("--force", action="store_true",
+                    help="apply even when a value in the file differs from the report's `from` (a stale report)")
     group = sp.add_mutually_exclusive_group()
     group.add_argument("--write", metavar="DIR", help="write edited copies of the config files under DIR")
     group.add_argument("--in-place", action="store_true", help="edit the originals, after saving .bak backups")
@@ -232,7 +236,7 @@ def _cmd_apply(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     from triage_agent.commands.apply import plan, write
 
-    res = plan(args.source, args.run)
+    res = plan(args.source, args.run, include_unmet=args.include_unmet, force=args.force)
     for file, key, reason in res.refused:
         err.print(_literal(f"refused: {file} {key}: {reason}"))
     if not res.edits:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import shutil
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,31 +48,57 @@ def _from_report(path: Path, run_override: str | None) -> tuple[Path, list[dict[
         raise TriageError(f"{path}: not a readable report JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != "triage.report/v1":
         raise TriageError(f"{path}: not a triage report (schema triage.report/v1)")
-    run = Path(run_override or doc.get("run", {}).get("path", ""))
+    info = doc.get("run")
+    recorded = info.get("path") if isinstance(info, dict) else None
+    if not run_override and not isinstance(recorded, str):
+        raise TriageError(f"{path}: the report names no run folder; pass --run RUN")
+    run = Path(run_override or str(recorded))
     if not run_override and not run.is_absolute() and not run.exists():
         run = path.parent / run
-    return run, list(doc.get("adjustments", []))
+    adjustments = doc.get("adjustments", [])
+    if not isinstance(adjustments, list):
+        raise TriageError(f"{path}: `adjustments` is not a list")
+    return run, [a if isinstance(a, dict) else {"file": "", "key": "", "to": None, "bad": True}
+                 for a in adjustments[:1000]]
 
 
-def plan(source: str | Path, run_override: str | None = None) -> ApplyResult:
+def plan(source: str | Path, run_override: str | None = None, include_unmet: bool = False,
+         force: bool = False) -> ApplyResult:
+    """The edits a report (or a run's offline report) asks for. A change whose what-if says it misses its
+    target is left out unless `include_unmet`; a report whose `from` no longer matches the file is refused
+    unless `force` (it was written against another version of the config)."""
     src = Path(source)
-    if src.is_file():
+    try:
+        is_file = stat.S_ISREG(src.stat().st_mode)
+    except FileNotFoundError:
+        what = "report" if src.suffix.lower() == ".json" else "report or run folder"
+        raise TriageError(f"{src}: no such {what}") from None
+    except OSError as exc:
+        raise TriageError(f"{src}: cannot read ({exc.strerror})") from None
+    if is_file:
         run_path, proposals = _from_report(src, run_override)
         facts = resolve(load_run(run_path))
     else:
         offline = offline_report(load_run(src))
         facts = offline.facts
-        proposals = [{"file": a.file, "key": a.key, "to": a.to} for a in offline.adjustments]
+        proposals = [{"file": a.file, "key": a.key, "to": a.to, "from": a.from_, "meets_target": a.meets_target}
+                     for a in offline.adjustments]
     run = facts.run
     texts: dict[str, tuple[str, str]] = {}
     refused: list[tuple[str, str, str]] = []
     changes: dict[str, list[tuple[str, Any, Any]]] = {}
     for p in proposals:
-        file, key, to = str(p.get("file", "")), str(p.get("key", "")), p.get("to")
+        file, key, to = str(p.get("file", ""))[:300], str(p.get("key", ""))[:300], p.get("to")
         cv, reason = suggest.check(facts, file, key, to)
         if cv is None:
             refused.append((file, key, reason or "refused"))
             continue
+        if p.get("meets_target") is False and not include_unmet:
+            refused.append((file, key, "its what-if does not reach the target (--include-unmet applies it anyway)"))
+            continue
+        if "from" in p and not force and not _same(p["from"], cv.value):
+            raise TriageError(f"{file}: {key} is {cv.value!r} now but the report was made when it was "
+                              f"{str(p['from'])[:40]!r}: the report is stale (--force applies it anyway)")
         if file not in texts:
             text = (run.root / file).read_text(encoding="utf-8")
             texts[file] = (text, text)
@@ -87,6 +116,11 @@ def plan(source: str | Path, run_override: str | None = None) -> ApplyResult:
     return ApplyResult(run.root, edits, refused)
 
 
+def _same(recorded: Any, now: Any) -> bool:
+    a, b = number(recorded), number(now)
+    return abs(a - b) <= 1e-12 * max(1.0, abs(b)) if a is not None and b is not None else recorded == now
+
+
 def write(result: ApplyResult, out_dir: Path | None = None, in_place: bool = False) -> ApplyResult:
     """Edited copies under `out_dir`, or the originals after saving `<file>.bak` backups."""
     try:
@@ -98,17 +132,44 @@ def write(result: ApplyResult, out_dir: Path | None = None, in_place: bool = Fal
 
 
 def _write_one(result: ApplyResult, e: FileEdit, out_dir: Path | None, in_place: bool) -> None:
-    if in_place:
-        target = result.run / e.file
-        backup = target.with_name(target.name + ".bak")
-        n = 1
-        while backup.exists():
-            backup = target.with_name(f"{target.name}.bak{n}")
-            n += 1
-        shutil.copy2(target, backup)
-    else:
+    if not in_place:
         assert out_dir is not None
         target = out_dir / e.file
         target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(e.edited, encoding="utf-8")
+        _replace(target, e.edited)
+        result.written.append(str(target))
+        return
+    target = result.run / e.file
+    if result.run.resolve() not in target.resolve().parents:
+        raise TriageError(f"{e.file}: resolves outside the run folder; not edited")
+    if target.is_symlink() or target.stat().st_nlink > 1:
+        # a hard or soft link shares its content with a file elsewhere: editing it would edit that one too
+        raise TriageError(f"{e.file}: is linked to another file ({target.stat().st_nlink} links); not edited in "
+                          "place (use --write DIR)")
+    backup = target.with_name(target.name + ".bak")
+    n = 1
+    while backup.exists():
+        backup = target.with_name(f"{target.name}.bak{n}")
+        n += 1
+    shutil.copy2(target, backup)
+    try:
+        _replace(target, e.edited)
+    except OSError:
+        backup.unlink(missing_ok=True)  # nothing was changed: no backup of it either
+        raise
     result.written.append(str(target))
+
+
+def _replace(target: Path, text: str) -> None:
+    """Write a new file beside `target` and rename it over: a reader never sees half a file, and the
+    original inode (and whatever else links to it) is left alone."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if target.exists():
+            shutil.copymode(target, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -28,7 +28,10 @@ def number(value: Any) -> float | None:
     """A config value as a float, or None for anything that is not a plain number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # a 401-digit integer
+        return None
 
 
 def suggestion(cv: ConfigValue, to: Any) -> dict[str, Any]:

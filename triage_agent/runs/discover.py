@@ -140,9 +140,13 @@ def classify(path: Path, rel: str) -> str | None:
 
 def discover(root: Path, manifest: Manifest) -> tuple[list[Found], list[str]]:
     """Classify the run's files. Returns the found files and notes for the user."""
-    if not root.exists():
-        raise TriageError(f"{root}: no such folder")
-    if not root.is_dir():
+    try:
+        mode = root.stat().st_mode
+    except FileNotFoundError:
+        raise TriageError(f"{root}: no such folder") from None
+    except OSError as exc:
+        raise TriageError(f"{root}: cannot read ({exc.strerror})") from None
+    if not statmod.S_ISDIR(mode):
         raise TriageError(f"{root}: not a folder (give the run folder)")
     notes: list[str] = []
     found: list[Found] = []

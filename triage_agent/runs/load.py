@@ -36,7 +36,7 @@ def _round_key(found: disc.Found, fallback: dict[str, int]) -> tuple[str, int]:
 def load_run(path: str | Path, progress: Progress | None = None, now: float | None = None) -> Run:
     """Read a run folder. `now` is the clock that `run.in_progress` compares file times with."""
     root = Path(path)
-    manifest, errors = disc.load_manifest(root) if root.is_dir() else (disc.Manifest(), [])
+    manifest, errors = disc.load_manifest(root) if _is_dir(root) else (disc.Manifest(), [])
     found, notes = disc.discover(root, manifest)
     run = Run(root=root, kind="generic", parse_errors=list(errors), notes=notes,
               rule_overrides=dict(manifest.rules), now=time.time() if now is None else now)
@@ -68,6 +68,13 @@ def _training_evidence(run: Run) -> bool:
     """Whether anything shows a training run: a file other than a log, or a log with a trainer's output."""
     logs = {s.path for s in run.logs}
     return any(f.path not in logs for f in run.files) or any(s.evidence or s.metric_steps for s in run.logs)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tuple[str, int], Round],
