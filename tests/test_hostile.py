@@ -387,3 +387,156 @@ def test_apply_skips_unmet_and_refuses_a_stale_report(apply_run, tmp_path):
     assert res.code == 2 and "filter.easy_threshold is 0.4 now" in res.stderr and "0.3" in res.stderr
     assert run(["apply", str(stale), "--force"]).code == 0
     assert "no such report" in run(["apply", str(tmp_path / "missing.json")]).stderr
+
+
+# -- class 7: state files ----------------------------------------------------------------------------
+def _good_answer():
+    from tests.scripted_server import completion
+    return completion(json.dumps({"diagnosis": [{"cause": "c", "findings": ["rollouts.too_few"], "evidence": "e",
+                                                 "confidence": 0.5}], "adjustments": []}))
+
+
+@pytest.mark.parametrize("state", ["clash", "corrupt_caps", "caps_wrong_shape", "deep_caps"])
+def test_state_dir_troubles_cost_a_note_not_the_answer(tmp_path, state):
+    from tests.scripted_server import ScriptedServer
+
+    home = tmp_path / "state"
+    if state == "clash":
+        home.write_text("a file where the state dir should be")
+    else:
+        (home / "triage").mkdir(parents=True)
+        text = {"corrupt_caps": "{oops", "caps_wrong_shape": '{"x|m": [1, 2], "y": 5}',
+                "deep_caps": "[" * 100_000 + "]" * 100_000}[state]
+        (home / "triage" / "capabilities.json").write_text(text)
+    with ScriptedServer([_good_answer()]) as srv:
+        res = run(["report", str(RUN_DIR), "--json"], env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "m",
+                                                             "XDG_STATE_HOME": str(home)})
+    assert res.problems({0}, LIMIT_S, LIMIT_MB) == [], (state, res.stderr[-1500:])
+    doc = json.loads(res.stdout)
+    assert doc["source"]["kind"] == "model" and doc["diagnosis"][0]["cause"] == "c"
+    if state == "clash":
+        assert any("transcript not saved" in n for n in doc["notes"])
+
+
+def test_concurrent_writers_keep_every_update(tmp_path):
+    from tests.hostile import run_fn
+    from triage_agent.llm import capabilities
+
+    def writer(i):
+        def go(out, err):
+            for j in range(20):
+                capabilities.save(tmp_path, f"http://h{i}", f"m{j}", {"tools": True})
+            return 0
+        return go
+
+    import threading
+    results = []
+    threads = [threading.Thread(target=lambda i=i: results.append(run_fn(writer(i)))) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r.code == 0 for r in results)
+    doc = json.loads((tmp_path / "capabilities.json").read_text())
+    assert len(doc) == 80  # 4 writers x 20 endpoints: no update lost
+
+
+def test_transcripts_of_one_second_do_not_collide(tmp_path):
+    from triage_agent.state import unique_path
+
+    paths = {unique_path(tmp_path, "report-run") for _ in range(50)}
+    assert len(paths) == 50 and len(list(tmp_path.iterdir())) == 50
+
+
+def test_a_corrupt_saved_chat_is_not_resumed(tmp_path):
+    from triage_agent.commands.chat import start
+    from triage_agent.llm.settings import Settings
+
+    session, _ = start(RUN_DIR, Settings(), {"XDG_STATE_HOME": str(tmp_path)})
+    for bad in ("{oops", '{"messages": 5}', '{"messages": [{"role": "evil", "content": 1}, 7]}',
+                "[" * 100_000 + "]" * 100_000):
+        session.path.parent.mkdir(parents=True, exist_ok=True)
+        session.path.write_text(bad)
+        assert session.resume() is False
+
+
+# -- class 8: the last line of defence ----------------------------------------------------------------
+@pytest.mark.parametrize("debug", ["0", "1"])
+def test_an_internal_error_is_one_line_and_a_file(tmp_path, debug):
+    from tests.hostile import run_fn
+
+    def broken(out, err):
+        from rich.console import Console
+
+        import triage_agent.commands.inspect as mod
+        from triage_agent.cli import main
+
+        def bug(*a, **k):
+            return {}["no such key"]
+        mod.inspect = bug
+        os.environ.update({"XDG_STATE_HOME": str(tmp_path), "TRIAGE_DEBUG": debug})
+        return main(["inspect", str(RUN_DIR)], stdout=Console(file=out), stderr=Console(file=err, soft_wrap=True))
+
+    res = run_fn(broken)
+    assert res.code == 70
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("triage: internal error: KeyError") and "details in" in last
+    (report,) = (tmp_path / "triage" / "crashes").glob("*.txt")
+    assert "Traceback" in report.read_text() and "no such key" in report.read_text()
+    assert ("Traceback" in res.stderr) is (debug == "1")
+
+
+# -- classes 1 and 2: secrets and terminal injection, end to end --------------------------------------
+ESC_CASES = ["\x1b]0;pwned\x07", "\x1b[2J", "\x1b]8;;http://evil/\x1b\\link\x1b]8;;\x1b\\", "\x9b31m", "\x07"]
+SECRETS = ["sk-live-abcdefghij0123456789", "hf_abcdefghijklmnopqrstuvwx", "ghp_" + "a1" * 18,
+           "AKIAIOSFODNN7EXAMPLE", "hunter2-private"]
+
+
+@pytest.fixture
+def hostile_run(tmp_path):
+    root = tmp_path / "run[bold]x[/]\x1b]0;t\x07"
+    (root / "configs").mkdir(parents=True)
+    (root / "configs" / "train_config.yaml").write_text(
+        "reward:\n  weights:\n    boundary: 1\n    format: 4\n"
+        f"openai_key: {SECRETS[0]}\nhf_token: {SECRETS[1]}\nprivate_key: {SECRETS[4]}\nbeta: 0.04\n")
+    log = ("step:1 - critic/score/mean:0.5\n"
+           + "".join(f"step:{i} - critic/score/mean:0.5 - note:[red]{ESC_CASES[i % 5]}[/]\n" for i in range(2, 12))
+           + f"Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
+           f"RuntimeError: [/] {ESC_CASES[0]} token {SECRETS[2]} aws {SECRETS[3]} [rank0]\n")
+    (root / "train.log").write_text(log)
+    return root
+
+
+def _clean(text):
+    return "\x1b" not in text and "\x07" not in text and "\x9b" not in text and not any(s in text for s in SECRETS)
+
+
+@pytest.mark.parametrize("argv", [["inspect"], ["inspect", "--json"], ["report", "--offline"]])
+def test_outside_text_is_printed_literally_and_secrets_never(hostile_run, argv):
+    res = run([argv[0], str(hostile_run), *argv[1:]])
+    assert res.problems({0}, LIMIT_S, LIMIT_MB) == [], res.stderr[-1000:]
+    assert _clean(res.stdout) and _clean(res.stderr)
+    if "--json" not in argv:
+        assert "[rank0]" in res.stdout and "run[bold]x[/]" in res.stdout  # markup shown, not applied
+
+
+def test_model_answers_and_requests_carry_no_escape_and_no_secret(hostile_run, tmp_path):
+    from tests.scripted_server import ScriptedServer, completion, stream_chunks, tool_call
+
+    evil = "[red]x[/red] \x1b]0;pwned\x07 \x1b[2J done"
+    answer = json.dumps({"diagnosis": [{"cause": evil, "findings": [], "evidence": evil, "confidence": 0.5}],
+                         "adjustments": [{"file": evil, "key": evil, "to": 1, "rationale": evil}]})
+    with ScriptedServer([completion(tool_calls=[tool_call("read_config", "{}", "c1"),
+                                                tool_call("search_log", '{"pattern": "token"}', "c2")]),
+                         completion(answer), {"stream": stream_chunks(evil)}]) as srv:
+        env = {"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "m", "XDG_STATE_HOME": str(tmp_path)}
+        rep = run(["report", str(hostile_run)], env=env)
+        ask = run(["ask", str(hostile_run), "why?"], env=env)
+        bodies = json.dumps(srv.requests)
+    for res in (rep, ask):
+        assert res.problems({0}, LIMIT_S, LIMIT_MB) == [], res.stderr[-1000:]
+        assert _clean(res.stdout) and _clean(res.stderr)
+    assert "[red]x[/red]" in rep.stdout and "\\x1b]0;pwned\\x07" in rep.stdout.replace("\n", "")
+    assert not any(s in bodies for s in SECRETS)
+    for transcript in (tmp_path / "triage" / "transcripts").glob("*.json"):
+        assert not any(s in transcript.read_text() for s in SECRETS)

@@ -136,6 +136,38 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
         return 0
+    except Exception as exc:  # the last line of defence: a bug of ours is one line and a file, not a traceback
+        return _internal_error(exc, err)
+
+
+INTERNAL_ERROR = 70  # EX_SOFTWARE
+
+
+def _internal_error(exc: BaseException, err: Console) -> int:
+    import os
+    import tempfile
+    import traceback
+    from pathlib import Path
+
+    from triage_agent.llm.settings import state_dir
+    from triage_agent.state import unique_path
+
+    details = "".join(traceback.format_exception(exc))
+    where: Path | str
+    try:
+        where = unique_path(state_dir(os.environ) / "crashes", "internal-error", ".txt")
+    except OSError:
+        fd, tmp = tempfile.mkstemp(prefix="triage-internal-error-", suffix=".txt")
+        os.close(fd)
+        where = Path(tmp)
+    try:
+        where.write_text(details, encoding="utf-8")
+    except OSError:
+        where = "(could not be written)"
+    if os.environ.get("TRIAGE_DEBUG") == "1":
+        err.print(_literal(details))
+    err.print(_literal(f"triage: internal error: {type(exc).__name__}: {str(exc)[:200]}; details in {where}"))
+    return INTERNAL_ERROR
 
 
 def _literal(s: object, style: str = "") -> Any:
@@ -303,6 +335,8 @@ def _cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
     if isinstance(result, DryRun):
         _write_json(out, result.document())
         return 0
+    for note in result.notes:
+        err.print(_literal(f"note: {note}"))
     if not streamed:  # the endpoint could not stream: print the whole answer now
         out.file.write(_neutralise(result.answer))
     out.file.write("\n")

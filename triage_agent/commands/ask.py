@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from triage_agent.agent import loop, transcript
-from triage_agent.commands.report import DryRun, dry_run_request, make_client, model_source
+from triage_agent.commands.report import DryRun, can_save, dry_run_request, make_client, model_source
 from triage_agent.errors import TriageError
 from triage_agent.llm.settings import CONFIGURE_HINT, Settings, state_dir
 from triage_agent.report import offline_report
@@ -19,6 +19,7 @@ from triage_agent.runs.load import load_run
 class AskResult:
     answer: str
     source: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callable[[str], None] | None = None,
@@ -31,10 +32,12 @@ def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callabl
         raise TriageError(f"no model endpoint configured: {CONFIGURE_HINT}; `triage inspect` works without one")
     if dry_run:
         return dry_run_request(base, settings, "ask", question)
+    notes: list[str] = []
+    save = save and can_save(env, notes)
     client = make_client(settings, env)
     result = loop.run_agent(base, client, "ask", question, on_text=on_text, on_tool=on_tool)
     source = model_source(settings, client)
     if save:
         source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "ask", result, client,
                                                    {"question": question}))
-    return AskResult(result.final or f"(no answer: {result.problem})", source)
+    return AskResult(result.final or f"(no answer: {result.problem})", source, notes)

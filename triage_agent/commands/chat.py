@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from triage_agent import safejson
+from triage_agent import redact, safejson
 from triage_agent.agent import loop, prompts, tools
 from triage_agent.agent.loop import ToolEvent
 from triage_agent.commands.report import make_client
@@ -17,6 +17,7 @@ from triage_agent.llm.client import LLMClient
 from triage_agent.llm.settings import Settings, state_dir
 from triage_agent.report import Report, offline_report
 from triage_agent.runs.load import load_run
+from triage_agent.state import write_atomic
 
 COMMANDS = {
     "/help": "this list",
@@ -38,6 +39,7 @@ class ChatSession:
     state: Path
     messages: list[dict[str, Any]] = field(default_factory=list)
     events: list[ToolEvent] = field(default_factory=list)
+    unsaved: str | None = None  # why the conversation cannot be saved, once that is known
 
     @property
     def path(self) -> Path:
@@ -51,18 +53,37 @@ class ChatSession:
 
     def save(self, path: Path | None = None) -> Path:
         target = path or self.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps({"run": str(self.offline.run.root), "model": self.settings.model,
-                                      "messages": self.messages, "tool_events": [vars(e) for e in self.events]},
-                                     indent=1, ensure_ascii=False))
+        write_atomic(target, json.dumps(redact.obj({"run": str(self.offline.run.root), "model": self.settings.model,
+                                                    "messages": self.messages,
+                                                    "tool_events": [vars(e) for e in self.events]}),
+                                        indent=1, ensure_ascii=False))
         return target
+
+    def save_quietly(self) -> str | None:
+        """Save the conversation; a state dir that cannot be written is a warning, never the end of the chat."""
+        if self.unsaved:
+            return None
+        try:
+            self.save()
+        except OSError as exc:
+            self.unsaved = f"conversation not saved: {exc.strerror or exc} ({self.path.parent})"
+            return self.unsaved
+        return None
 
     def resume(self) -> bool:
         try:
             doc = safejson.load_file(self.path, 64 << 20)
         except (OSError, ValueError):
             return False
-        self.messages = list(doc.get("messages", [])) or self.messages
+        saved = doc.get("messages") if isinstance(doc, dict) else None
+        if not isinstance(saved, list):
+            return False
+        # only well-formed messages come back: a corrupt or edited file must not reach the endpoint as is
+        good = [m for m in saved if isinstance(m, dict) and m.get("role") in ("system", "user", "assistant", "tool")
+                and isinstance(m.get("content", ""), (str, type(None)))]
+        if not good:
+            return False
+        self.messages = good
         return True
 
     def turn(self, question: str, on_text: Callable[[str], None] | None,
@@ -79,7 +100,7 @@ class ChatSession:
             raise
         if content is None:
             return f"(no answer within {loop.MAX_TURNS} requests)"
-        self.save()
+        self.save_quietly()
         return content
 
     def simulate(self, specs: list[str]) -> dict[str, Any]:

@@ -206,5 +206,9 @@ def doctor(settings: Settings, env: dict[str, str]) -> DoctorResult:
             return res
     assert probe.client is not None
     res.capabilities = dict(probe.client.capabilities)
-    capabilities.save(state_dir(env), probe.settings.base_url, probe.settings.model, res.capabilities)
+    try:
+        capabilities.save(state_dir(env), probe.settings.base_url, probe.settings.model, res.capabilities)
+    except OSError as exc:
+        res.checks.append(Check("state dir", None, f"capabilities not remembered: {exc.strerror or exc}",
+                                f"make {state_dir(env)} writable, or set XDG_STATE_HOME"))
     return res

@@ -13,6 +13,7 @@ from triage_agent.llm.client import LLMClient
 from triage_agent.llm.settings import HOW_TO_CONFIGURE, Settings, state_dir
 from triage_agent.report import Report, offline_report
 from triage_agent.runs.load import Progress, load_run
+from triage_agent.state import writable
 
 
 @dataclass
@@ -45,6 +46,14 @@ def model_source(settings: Settings, client: LLMClient) -> dict[str, Any]:
             **({"usage_estimated": True} if u.estimated else {})}
 
 
+def can_save(env: dict[str, str] | None, notes: list[str]) -> bool:
+    """Checked before the first request: a state dir that cannot be written loses the transcript, never the answer."""
+    problem = writable(state_dir(env or {}) / "transcripts")
+    if problem:
+        notes.append(f"transcript not saved: {problem}")
+    return problem is None
+
+
 def dry_run_request(offline: Report, settings: Settings, task: str, question: str | None = None) -> DryRun:
     from triage_agent.agent import prompts
 
@@ -64,6 +73,7 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
         return base
     if dry_run:
         return dry_run_request(base, settings, "report")
+    save = save and can_save(env, base.notes)
     client = make_client(settings, env)
     result = loop.run_agent(base, client, "report")
     source = model_source(settings, client)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 from triage_agent import safejson
+from triage_agent.state import update_json
 
 FILE = "capabilities.json"
 
@@ -20,16 +21,17 @@ def load(state: Path, base_url: str | None, model: str | None) -> dict[str, bool
     except (OSError, ValueError):
         return {}
     found = doc.get(_key(base_url, model), {}) if isinstance(doc, dict) else {}
+    if not isinstance(found, dict):
+        return {}
     return {str(k): bool(v) for k, v in found.items() if isinstance(v, bool)}
 
 
 def save(state: Path, base_url: str | None, model: str | None, caps: dict[str, bool]) -> Path:
+    """Merge this endpoint's capabilities into the file, under its lock (concurrent doctors lose nothing)."""
     path = state / FILE
-    state.mkdir(parents=True, exist_ok=True)
-    try:
-        doc = safejson.load_file(path, 1 << 20)
-    except (OSError, ValueError):
-        doc = {}
-    doc[_key(base_url, model)] = caps
-    path.write_text(json.dumps(doc, indent=1))
+
+    def merge(doc: dict[str, Any]) -> None:
+        doc[_key(base_url, model)] = caps
+
+    update_json(path, merge)
     return path

@@ -104,8 +104,8 @@ def repl(session: ChatSession, console: Console, status: str, read: Callable[[st
             console.print("no model configured: slash commands only (/help)")
             continue
         _answer(session, line, console)
-    session.save()
-    console.print(literal(f"conversation saved to {session.path}", "dim"))
+    problem = session.save_quietly() or session.unsaved
+    console.print(literal(problem or f"conversation saved to {session.path}", "dim"))
     return 0
 
 

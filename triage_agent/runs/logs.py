@@ -121,11 +121,12 @@ def parse_metric_line(text: str) -> dict[str, Any] | None:
     row: dict[str, Any] = {"step": int(m.group(1))}
     for part in text[m.end():].split(" - "):
         key, sep, val = part.partition(":")
-        if not sep:
+        key = key.strip()
+        if not sep or key == "step":  # the line's own step stays the integer it started with
             continue
         value = parse_value(val)
         if value is not None:
-            row[key.strip()] = value
+            row[key] = value
     return row
 
 

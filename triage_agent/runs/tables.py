@@ -150,6 +150,18 @@ def _read_jsonl_slow(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[Pa
     return pd.DataFrame.from_records(records), errors
 
 
+def _rows(reader: Any, rel: str, errors: list[ParseError]) -> Iterator[list[str]]:
+    """The reader's rows; a row the csv module cannot read ends the file with a located error."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            errors.append(ParseError(rel, reader.line_num, f"unreadable CSV row: {exc}; the rest was skipped"))
+            return
+
+
 def _read_csv(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
     try:
         frame = pacsv.read_csv(path).to_pandas()
@@ -160,16 +172,18 @@ def _read_csv(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseErro
     errors: list[ParseError] = []
     raw = path.read_bytes()
     text = raw.decode("utf-8", errors="replace")
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text.replace("\x00", "\ufffd"), newline=""))
     try:
         header = next(reader)
     except StopIteration:
         return None, [ParseError(rel, None, "empty file")]
+    except csv.Error as exc:
+        return None, [ParseError(rel, 1, f"unreadable CSV header: {exc}")]
     if "\ufffd" in ",".join(header):
         return None, [ParseError(rel, 1, "header is not UTF-8 text")]
     rows: list[list[str]] = []
     lines: list[int] = []
-    for row in reader:
+    for row in _rows(reader, rel, errors):
         lineno = reader.line_num
         if not row:
             continue
