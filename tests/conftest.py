@@ -56,3 +56,15 @@ def make_run(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
 
 def finding_ids(report: Any, min_severity: str = "info") -> set[str]:
     return {f.id for f in report.findings if f.at_least(min_severity)}
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The hostile-input corpus in one line: how many cases ran, the slowest, the largest."""
+    from tests import hostile
+
+    if hostile.RESULTS:
+        slow = max(hostile.RESULTS, key=lambda r: r.seconds)
+        big = max(hostile.RESULTS, key=lambda r: r.peak_mb)
+        terminalreporter.write_line(
+            f"hostile cases: {len(hostile.RESULTS)} forked runs; slowest {slow.seconds:.1f} s "
+            f"({' '.join(slow.argv)[:60]}); largest peak {big.peak_mb:.0f} MB ({' '.join(big.argv)[:60]})")

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 
 MEMORY_CAP = 3 << 30  # a case past this fails with MemoryError instead of swapping the machine
+RESULTS: list[Result] = []  # every case of this test session, for the summary line
 
 
 @dataclass
@@ -95,5 +96,7 @@ def run_fn(fn: Any, argv: list[str] | None = None, env: dict[str, str] | None = 
         raw = fh.read()
     doc: dict[str, Any] = json.loads(raw) if raw else {"code": None, "stdout": "", "stderr": ""}
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-    return Result(argv or [], doc["code"] if sig is None else None, doc["stdout"], doc["stderr"], seconds,
-                  usage.ru_maxrss / 1024 if usage else 0.0, sig)
+    result = Result(argv or [], doc["code"] if sig is None else None, doc["stdout"], doc["stderr"], seconds,
+                    usage.ru_maxrss / 1024 if usage else 0.0, sig)
+    RESULTS.append(result)
+    return result

@@ -540,3 +540,56 @@ def test_model_answers_and_requests_carry_no_escape_and_no_secret(hostile_run, t
     assert not any(s in bodies for s in SECRETS)
     for transcript in (tmp_path / "triage" / "transcripts").glob("*.json"):
         assert not any(s in transcript.read_text() for s in SECRETS)
+
+
+def test_unreadable_files_are_reported_not_fatal():
+    """As a normal user: a config and a log the user may not read become parse errors; the rest is read."""
+    import shutil
+    import tempfile
+
+    from tests.hostile import run_fn
+
+    base = Path(tempfile.mkdtemp(dir="/tmp"))
+    os.chmod(base, 0o755)
+    root = base / "run"
+    (root / "configs").mkdir(parents=True)
+    (root / "configs" / "secret_config.yaml").write_text("a: 1\n")
+    (root / "train.log").write_text("step:1 - critic/score/mean:0.5\n")
+    (root / "trainer_state.json").write_text(json.dumps({"log_history": [{"step": 1, "loss": 0.1}]}))
+    for p in (root, root / "configs"):
+        os.chmod(p, 0o755)
+    os.chmod(root / "trainer_state.json", 0o644)
+    os.chmod(root / "configs" / "secret_config.yaml", 0o000)
+    os.chmod(root / "train.log", 0o000)
+
+    def as_nobody(out, err):
+        import io
+
+        from rich.console import Console
+
+        from triage_agent.cli import main
+        main(["inspect", str(RUN_DIR), "--json"], stdout=Console(file=io.StringIO()), stderr=Console(file=io.StringIO()))
+        os.setgid(65534)
+        os.setuid(65534)
+        return main(["inspect", str(root), "--json"], stdout=Console(file=out), stderr=Console(file=err))
+
+    try:
+        res = run_fn(as_nobody)
+    finally:
+        shutil.rmtree(base)
+    assert res.problems({0}, LIMIT_S, LIMIT_MB) == [], res.stderr[-1500:]
+    doc = json.loads(res.stdout)
+    errors = next(f for f in doc["findings"] if f["id"] == "data.parse_errors")["evidence"]["first"]
+    assert any("secret_config.yaml" in e and "Permission denied" in e for e in errors), errors
+    assert any("train.log" in e and "Permission denied" in e for e in errors), errors
+
+
+def test_doctor_shows_a_hostile_server_error_literally(tmp_path):
+    from tests.scripted_server import ScriptedServer, error
+
+    evil = "[bold red]boom[/] \x1b]0;pwned\x07 Bearer sk-live-abcdefghijklmnopqrst"
+    with ScriptedServer([error(400, evil)] * 8) as srv:
+        res = run(["doctor"], env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "scripted-model",
+                                   "XDG_STATE_HOME": str(tmp_path)})
+    assert res.problems({0, 1, 3}, LIMIT_S, LIMIT_MB) == [], res.stderr
+    assert "\x1b" not in res.stdout and "sk-live" not in res.stdout and "red]boom[/]" in res.stdout  # shown, not styled
