@@ -37,8 +37,10 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> d
 
 
 class ScriptedServer:
-    def __init__(self, script: list[Any], models: list[str] | None = None, key: str | None = None) -> None:
+    def __init__(self, script: list[Any], models: list[str] | None = None, key: str | None = None,
+                 permissive: bool = False) -> None:
         self.script = list(script)
+        self.permissive = permissive  # answer any model name, listed or not (as some servers do)
         self.key = key
         self.models = models if models is not None else ["scripted-model"]
         self.requests: list[dict[str, Any]] = []
@@ -83,6 +85,11 @@ class ScriptedServer:
                     return
                 server.requests.append(body)
                 server.headers.append(dict(self.headers))
+                if (not server.permissive and server.models != ["scripted-model"] and isinstance(body, dict)
+                        and body.get("model") not in server.models):
+                    self._send(404, {"error": {"message": f"The model `{body.get('model')}` does not exist",
+                                               "code": "model_not_found"}})
+                    return
                 if not server.script:
                     self._send(500, {"error": {"message": "script exhausted"}})
                     return

@@ -129,7 +129,7 @@ def test_401_fails_fast_through_cli(env):
     with ScriptedServer([error(401, "invalid key")]) as srv:
         code, out, err = cli("report", str(RUN), "--base-url", srv.base_url, "--model", "m")
     assert code == 3 and len(srv.requests) == 1
-    assert "API key" in err and "Traceback" not in err and err.strip().count("\n") == 0
+    assert "no key set" in err and "Traceback" not in err and err.strip().count("\n") == 0
 
 
 def test_404_without_v1_says_check_base_url(env):

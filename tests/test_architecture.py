@@ -110,7 +110,9 @@ def test_ece_bins_override_reaches_every_view(make_run):
     table = buf.getvalue()[buf.getvalue().index("Reliability"):]
     assert re.findall(r"│ (\d\.\d-\d\.\d) ", table) == ["0.0-0.5", "0.5-1.0"]
     page = html.render(report)
-    assert page.count("<title>n=2 gold rate 0.00</title>") == 2  # one bar per bin, two bins
+    # one bar per bin at the bins' middles, two bins: 0.25 and 0.75
+    assert re.search(r'"name":"gold pass rate".{0,400}"x":\[0\.25,0\.75\]|"x":\[0\.25,0\.75\].{0,400}"name":"gold pass rate"',
+                     page)
     assert "ECE 0.500" in page
 
 

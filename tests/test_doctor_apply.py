@@ -89,7 +89,7 @@ def test_doctor_cli_exit_code_and_one_fix_line(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     with ScriptedServer([], models=["a"]) as srv:
         code, out, _ = cli("doctor", "--base-url", srv.base_url, "--model", "b")
-    assert code == 1 and "fix: unknown model: use one of a" in out
+    assert code == 3 and "fix: unknown model: use one of a" in out  # endpoint trouble, as the README says
 
 
 COMMENTED = """# filter settings (keep this comment)
@@ -185,3 +185,33 @@ def test_apply_edits_trainer_configs(sample, file, before, after, tmp_path):
     text = (tmp_path / file).read_text()
     assert after in text and before not in text
     assert (SAMPLES / sample / file).read_text().count(before) == 1  # the run folder is untouched
+
+
+def test_doctor_accepts_an_unlisted_model_a_permissive_server_serves(tmp_path):
+    with ScriptedServer(healthy_script(), models=["llama-3"], permissive=True) as srv:
+        res = doctor(Settings(base_url=srv.base_url, model="any-alias", retry_wait=0.01),
+                     {"XDG_STATE_HOME": str(tmp_path)})
+    assert res.can_report
+    model = next(c for c in res.checks if c.name == "model")
+    assert model.ok is None and "not listed" in model.detail
+
+
+def test_doctor_no_key_and_an_unset_profile_key(tmp_path):
+    with ScriptedServer([], key="sk-right-key-000") as srv:
+        res = doctor(Settings(base_url=srv.base_url, model="m"), {})
+        assert fixes(res)[0].startswith("no key set")
+        cfg = tmp_path / "config.toml"
+        (tmp_path / "triage").mkdir()
+        (tmp_path / "triage" / "config.toml").write_text(
+            f'[profiles.local]\nbase_url = "{srv.base_url}"\nmodel = "m"\napi_key_env = "MY_LLAMA_KEY"\n')
+        from triage_agent.llm.settings import resolve
+
+        settings = resolve({"profile": "local"}, {"XDG_CONFIG_HOME": str(tmp_path)})
+        res = doctor(settings, {})
+    assert fixes(res)[0] == "MY_LLAMA_KEY is not set (the profile's api_key_env): export it"
+    assert not cfg.exists()
+
+
+def test_configure_hint_honours_xdg_config_home(tmp_path):
+    res = doctor(Settings(), {"XDG_CONFIG_HOME": str(tmp_path)})
+    assert str(tmp_path / "triage" / "config.toml") in fixes(res)[0]

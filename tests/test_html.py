@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import SAMPLES
 from triage_agent.commands.inspect import inspect
-from triage_agent.render import html
+from triage_agent.render import html, plots
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -61,28 +61,89 @@ def png_pixels(path: Path) -> tuple[int, int, bytes, int]:
 
 def test_html_is_self_contained_with_every_plot():
     doc = html.render(inspect(SAMPLES / "boundary_collapse"))
-    assert not re.search(r"(src|href)=[\"']https?://", doc) and "<link" not in doc
+    page = doc.replace(plots.plotly_js(), "")  # plotly.js's own code mentions URLs; the page must load none
+    assert not re.search(r"(src|href)=[\"']https?://", page) and "<link" not in page
+    assert "Plotly.newPlot" in doc and doc.count("<script") >= 2  # plotly.js inlined once, then the figures
     # 3 selector rounds, the filter histogram, the generator trajectory
-    assert doc.count("<svg") == 5
-    assert "Accuracy before/after the filter" in doc and "Generator accuracy against its target" in doc
+    assert doc.count('class="plot"') == 5
+    assert "Accuracy before\\u002fafter the filter" in doc and "Generator accuracy against its target" in doc
     cal = html.render(inspect(SAMPLES / "reward_hacking"))
     assert "Proxy reward vs gold pass rate" in cal and "Solver reliability" in cal
 
 
+def test_text_from_run_files_cannot_break_out_of_the_page(make_run):
+    rows = [{"step": i, "reward": i / 10, "</script><script>alert(1)</script>": 1.0} for i in range(1, 13)]
+    root = make_run({"trainer_state.json": {"log_history": rows}})
+    doc = html.render(inspect(root))
+    assert "<script>alert(1)" not in doc
+
+
+class _Trap:
+    """A proxy that accepts connections and records them: with every request of the browser routed through it,
+    an empty record means the page made no network request."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.hits: list[bytes] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            conn.settimeout(1)
+            try:
+                self.hits.append(conn.recv(200))
+            except OSError:
+                self.hits.append(b"?")
+            conn.close()
+
+    @property
+    def port(self) -> int:
+        return self.sock.getsockname()[1]
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(2)
+        self.sock.close()
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
-@pytest.mark.parametrize("name", ["boundary_collapse", "reward_hacking"])
+@pytest.mark.parametrize("name", ["boundary_collapse", "reward_hacking", "verl_kl_explosion", "trl_oom_crash"])
 def test_html_renders_in_headless_chromium(tmp_path, name):
     page = tmp_path / f"{name}.html"
     doc = html.render(inspect(SAMPLES / name))
     page.write_text(doc)
-    profile = ["--user-data-dir=" + str(tmp_path / "profile")]
-    dom = subprocess.run([CHROMIUM, *FLAGS, *profile, "--dump-dom", page.as_uri()], capture_output=True,
-                         text=True, timeout=120, check=True).stdout
-    rendered = re.search(r'data-plots-rendered="(\d+)"', dom)
-    assert rendered and int(rendered.group(1)) == doc.count("<svg")
-    shot = tmp_path / "shot.png"
-    subprocess.run([CHROMIUM, *FLAGS, *profile, "--window-size=1000,900", f"--screenshot={shot}", page.as_uri()],
-                   capture_output=True, timeout=120, check=True)
+    trap = _Trap()
+    profile = [f"--user-data-dir={tmp_path / 'profile'}", f"--proxy-server=127.0.0.1:{trap.port}",
+               "--proxy-bypass-list=<-loopback>", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=15000"]
+    try:
+        run = subprocess.run([CHROMIUM, *FLAGS, *profile, "--dump-dom", page.as_uri()], capture_output=True,
+                             text=True, timeout=180, check=True)
+        shot = tmp_path / "shot.png"
+        subprocess.run([CHROMIUM, *FLAGS, *profile, "--window-size=1000,900", f"--screenshot={shot}", page.as_uri()],
+                       capture_output=True, timeout=180, check=True)
+    finally:
+        trap.close()
+    rendered = re.search(r'data-plots-rendered="(\d+)"', run.stdout)
+    assert rendered and int(rendered.group(1)) == doc.count('class="plot"') > 0
+    console = [line for line in run.stderr.splitlines() if "CONSOLE" in line]
+    assert not [line for line in console if re.search(r"error|uncaught", line, re.I)], console
+    # the browser's own housekeeping (its clock, component updates) goes to Google; the page asks for nothing
+    hosts = [re.match(rb"\w+ (?:https?://)?([^/: ]+)", h) for h in trap.hits]
+    page_requests = [h for h, m in zip(trap.hits, hosts)
+                     if not (m and re.search(rb"(^|\.)(google|gvt1|googleapis)\.com$", m.group(1)))]
+    assert page_requests == []
     width, height, pixels, bpp = png_pixels(shot)
     assert (width, height) == (1000, 900)
     colored = sum(1 for i in range(0, len(pixels), bpp * 7)

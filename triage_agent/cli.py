@@ -51,8 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=summary, description=description, epilog=EXAMPLES[name],
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp = sub.add_parser(name, help=summary, description=description, epilog=EXAMPLES[name],
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp.add_argument("--width", type=_width, metavar="N",
+                        help="lay text out N columns wide (default: the terminal's width, 80 when piped)")
+        return sp
 
     sp = command("inspect", "deterministic findings for a run folder (no model)",
                  "Read a run folder and print its findings, computed by the rules alone.")
@@ -114,14 +117,20 @@ def _fail_code(report, fail_on: str | None) -> int:  # type: ignore[no-untyped-d
 
 
 def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stderr: Console | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # the subcommand's own usage, not the top-level one: that is where the flag was meant to go
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        (sub.choices.get(args.command) or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "func", None) is None:
         _parser().print_help()
         return 2
     from rich.console import Console
 
-    out = stdout or Console(soft_wrap=False)
-    err = stderr or Console(stderr=True, soft_wrap=True)
+    width = getattr(args, "width", None)
+    out = stdout or Console(soft_wrap=False, width=width)
+    err = stderr or Console(stderr=True, soft_wrap=True, width=width)
     try:
         code: int = args.func(args, out, err)
         return code
@@ -181,6 +190,23 @@ def _neutralise(s: str) -> str:
     from triage_agent.render.text import neutralise
 
     return neutralise(s)
+
+
+def _spinner(err: Console, what: str) -> Any:
+    """A spinner on stderr while waiting (on a terminal only; piped output stays clean)."""
+    import contextlib
+
+    return err.status(what, spinner="dots") if err.is_terminal else contextlib.nullcontext()
+
+
+def _width(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 40 <= n <= 1000:
+        raise argparse.ArgumentTypeError("a width is a whole number of columns from 40 to 1000")
+    return n
 
 
 def _write_json(out: Console, doc: Any) -> None:
@@ -260,7 +286,7 @@ def _cmd_doctor(args: argparse.Namespace, out: Console, err: Console) -> int:
                           "checks": [vars(c) for c in res.checks], "capabilities": res.capabilities})
     else:
         doctor_view(res, out)
-    return 0 if res.can_report else 1
+    return 0 if res.can_report else 3  # endpoint trouble, as for every command
 
 
 def _cmd_apply(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -292,8 +318,9 @@ def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.render import jsondoc, terminal
 
     settings = resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
-    result = report(args.run, settings, offline=args.offline, dry_run=args.dry_run, save=not args.no_save,
-                    env=dict(os.environ))
+    with _spinner(err, "waiting for the model"):
+        result = report(args.run, settings, offline=args.offline, dry_run=args.dry_run, save=not args.no_save,
+                        env=dict(os.environ))
     if isinstance(result, DryRun):
         _write_json(out, result.document())
         return 0
@@ -322,7 +349,10 @@ def _cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     streamed: list[str] = []
 
+    spinner = _spinner(err, "waiting for the model")
+
     def on_text(chunk: str) -> None:
+        spinner.__exit__(None, None, None)  # the answer has started: the spinner goes
         streamed.append(chunk)
         out.file.write(_neutralise(chunk))
         out.file.flush()
@@ -330,8 +360,9 @@ def _cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
     def on_tool(ev) -> None:  # type: ignore[no-untyped-def]
         err.print(_literal(f"→ {ev.name}({ev.arguments[:80]}) {ev.seconds * 1000:.0f} ms", "dim"))
 
-    result = ask(args.run, question, settings, on_text=on_text, on_tool=on_tool, dry_run=args.dry_run,
-                 save=not args.no_save, env=env)
+    with spinner:
+        result = ask(args.run, question, settings, on_text=on_text, on_tool=on_tool, dry_run=args.dry_run,
+                     save=not args.no_save, env=env)
     if isinstance(result, DryRun):
         _write_json(out, result.document())
         return 0

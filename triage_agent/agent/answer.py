@@ -82,4 +82,6 @@ def accept(facts: Facts, obj: dict[str, Any], known_ids: set[str]) -> tuple[list
     proposals = [{"file": a.get("file"), "key": a.get("key"), "to": a.get("to"), "rationale": a.get("rationale", "")}
                  for a in obj["adjustments"]]
     adjustments, rejected = suggest.finalize(facts, proposals)
+    for a in adjustments:
+        a.source = "model"
     return diagnosis, adjustments, rejected

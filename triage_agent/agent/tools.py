@@ -22,7 +22,7 @@ from triage_agent.findings import engine, suggest
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
 from triage_agent.runs.logs import clean
-from triage_agent.runs.model import Round, Run
+from triage_agent.runs.model import ConfigValue, Round, Run
 
 MAX_MATCHES = 20
 MAX_PATTERN = 500
@@ -302,23 +302,33 @@ def simulate_adjustment(facts: Facts, changes: dict[str, float]) -> dict[str, An
     """What-if: re-compute the run's numbers with config changes applied together, and say whether each meets its target.
 
     Args:
-        changes: map of "file:key" (as read_config shows them) to the new value, e.g. {"configs/filter_config.yaml:filter.easy_threshold": 0.9}
+        changes: map of "file:key" (as read_config shows them), a dotted key, or a leaf name that only one config entry has, to the new value, e.g. {"easy_threshold": 0.9}
     """
-    run = facts.run
     proposals = []
     for spec, value in list(changes.items())[:20]:
-        file, sep, key = spec.partition(":")
-        if not sep:
-            cv = next((c for c in run.config_values if c.key == spec or c.name == spec), None)
-            if cv is None:
-                raise ValueError(f"'{spec}': give changes as file:key (see read_config)")
-            file, key = cv.file, cv.key
-        proposals.append({"file": file, "key": key, "to": value})
+        cv = resolve_key(facts.run, spec)
+        proposals.append({"file": cv.file, "key": cv.key, "to": value})
     adjusted, rejected = suggest.finalize(facts, proposals)
     return {"results": [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": _bounded(a.predicted),
                          "meets_target": a.meets_target} for a in adjusted],
             "rejected": [{"file": x.file, "key": x.key, "to": x.to, "reason": x.reason} for x in rejected],
             "source": "what-if over the run's own data"}
+
+
+def resolve_key(run: Run, spec: str) -> ConfigValue:
+    """`file:key`, a dotted key, or a leaf name that only one config entry has -> that entry; else a ValueError
+    that lists the candidates as file:key."""
+    file, sep, key = spec.partition(":")
+    if sep:
+        found = [c for c in run.config_values if c.file == file and key in (c.key, c.alias)]
+    else:
+        found = [c for c in run.config_values if spec in (c.key, c.name)] or \
+            [c for c in run.config_values if c.leaf == spec and not isinstance(c.value, dict)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ValueError(f"no config key '{spec[:120]}' in this run (see read_config)")
+    raise ValueError(f"'{spec[:120]}' is ambiguous: " + ", ".join(f"{c.file}:{c.key}" for c in found[:8]))
 
 
 def search_log(facts: Facts, pattern: str, file: str | None = None, max_matches: int = 10) -> dict[str, Any]:

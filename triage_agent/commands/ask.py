@@ -10,7 +10,7 @@ from typing import Any
 from triage_agent.agent import loop, transcript
 from triage_agent.commands.report import DryRun, can_save, dry_run_request, make_client, model_source
 from triage_agent.errors import TriageError
-from triage_agent.llm.settings import CONFIGURE_HINT, Settings, state_dir
+from triage_agent.llm.settings import Settings, configure_hint, state_dir
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
 
@@ -29,7 +29,7 @@ def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callabl
         raise TriageError("no question given (pass it as an argument or on stdin)")
     base = offline_report(load_run(path))
     if not settings.configured:
-        raise TriageError(f"no model endpoint configured: {CONFIGURE_HINT}; `triage inspect` works without one")
+        raise TriageError(f"no model endpoint configured: {configure_hint(env or {})}; `triage inspect` works without one")
     if dry_run:
         return dry_run_request(base, settings, "ask", question)
     notes: list[str] = []

@@ -11,7 +11,7 @@ import httpx
 from triage_agent.errors import TriageError
 from triage_agent.llm import capabilities
 from triage_agent.llm.client import LLMClient
-from triage_agent.llm.settings import CONFIGURE_HINT, Settings, mask, state_dir
+from triage_agent.llm.settings import Settings, configure_hint, key_hint, mask, state_dir
 
 TOOL_FIX = ("the server does not do tool calls: start it with a tool-capable chat template (llama.cpp server "
             "--jinja; llama-cpp-python --chat_format chatml-function-calling; vLLM --enable-auto-tool-choice "
@@ -86,9 +86,10 @@ def step_reachable(p: Probe) -> list[Check]:
                               "server down: start the server or fix the host and port in the base URL"))
     if resp.status_code in (401, 403):
         p.stop = True
+        detail = (f"the endpoint wants a key and none is set (HTTP {resp.status_code})" if not st.api_key
+                  else f"the endpoint refused the key (HTTP {resp.status_code})")
         return [Check("reachable", True, f"HTTP {resp.status_code} from {st.base_url}"),
-                Check("authentication", False, f"the endpoint refused the key (HTTP {resp.status_code})",
-                      "wrong key: set OPENAI_API_KEY (or TRIAGE_API_KEY, or the profile's api_key_env) to a valid key")]
+                Check("authentication", False, detail, key_hint(st))]
     if resp.status_code == 404:
         return _fail(p, Check("reachable", False, f"{_models_url(st.base_url)} answered 404", _url_fix(p)))
     try:
@@ -116,8 +117,10 @@ def step_model(p: Probe) -> list[Check]:
         p.settings = replace(st, model=p.models[0], sources=st.sources | {"model": "first model the endpoint lists"})
         st = p.settings
     if st.model not in p.models and p.models:
-        return _fail(p, Check("model", False, f"model '{st.model}' is not listed",
-                              f"unknown model: use one of {', '.join(p.models[:8])} (--model or TRIAGE_MODEL)"))
+        # some servers serve names they do not list (aliases, one loaded model under any name): the chat
+        # step decides; the warning names what is listed
+        return [Check("model", None, f"'{st.model}' is not listed (listed: {', '.join(p.models[:8])}); trying it",
+                      f"if chat fails: use one of {', '.join(p.models[:8])} (--model or TRIAGE_MODEL)")]
     return [Check("model", True if p.models else None, f"'{st.model}' is listed" if p.models
                   else "the endpoint lists no models; trying the configured name")]
 
@@ -127,7 +130,10 @@ def step_chat(p: Probe) -> list[Check]:
     try:
         r = p.client.chat([{"role": "user", "content": "Reply with the word ok."}], max_tokens=PROBE_TOKENS)
     except TriageError as exc:
-        return _fail(p, Check("chat", False, str(exc), "fix the error above; `triage report` cannot work without chat"))
+        fix = "fix the error above; `triage report` cannot work without chat"
+        if p.models and p.settings.model not in p.models:
+            fix = f"unknown model: use one of {', '.join(p.models[:8])} (--model or TRIAGE_MODEL)"
+        return _fail(p, Check("chat", False, str(exc), fix))
     return [Check("chat", True, f"minimal request answered ({len(r.content)} characters)")]
 
 
@@ -192,7 +198,7 @@ def doctor(settings: Settings, env: dict[str, str]) -> DoctorResult:
     res = DoctorResult({"base_url": settings.base_url, "model": settings.model, "api_key": mask(settings.api_key),
                         "profile": settings.profile, "sources": dict(settings.sources)})
     if not settings.configured:
-        res.checks.append(Check("configuration", False, "no endpoint configured", CONFIGURE_HINT))
+        res.checks.append(Check("configuration", False, "no endpoint configured", configure_hint(env)))
         return res
     src = settings.sources
     res.checks.append(Check("configuration", True, f"base URL {settings.base_url} (from {src.get('base_url')}), model "

@@ -10,7 +10,7 @@ from triage_agent.agent import answer, loop, tools, transcript
 from triage_agent.errors import TriageError
 from triage_agent.llm import capabilities
 from triage_agent.llm.client import LLMClient
-from triage_agent.llm.settings import HOW_TO_CONFIGURE, Settings, state_dir
+from triage_agent.llm.settings import Settings, how_to_configure, state_dir
 from triage_agent.report import Report, offline_report
 from triage_agent.runs.load import Progress, load_run
 from triage_agent.state import writable
@@ -69,7 +69,7 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
     if offline:
         return base
     if not settings.configured:
-        base.notes.append(HOW_TO_CONFIGURE)
+        base.notes.append(how_to_configure(env or {}))
         return base
     if dry_run:
         return dry_run_request(base, settings, "report")
@@ -85,5 +85,8 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
         return base
     known = {f.id for f in base.findings}
     diagnosis, adjustments, rejected = answer.accept(base.facts, result.answer, known)
+    # the rules' own checked changes stay beside the model's (the model's wins on the same file and key)
+    taken = {(a.file, a.key) for a in adjustments}
+    adjustments += [a for a in base.adjustments if (a.file, a.key) not in taken]
     return Report(base.facts, base.findings, diagnosis, adjustments, rejected, source, base.notes,
                   base.troubleshooting)

@@ -35,6 +35,7 @@ class Adjustment:
     predicted: dict[str, Any] = field(default_factory=dict)
     meets_target: bool | None = None
     findings: list[str] = field(default_factory=list)
+    source: str = "rules"  # "rules" (the deterministic suggestions) or "model"
 
 
 @dataclass

@@ -23,7 +23,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from triage_agent import safejson
 from triage_agent.llm.errors import EndpointError
-from triage_agent.llm.settings import Settings
+from triage_agent.llm.settings import Settings, key_hint
 
 
 @dataclass
@@ -190,10 +190,14 @@ class LLMClient:
         if isinstance(exc, openai.APITimeoutError):
             return EndpointError("timeout", f"the endpoint {base} timed out after {self.settings.timeout:g} s")
         if isinstance(exc, openai.APIConnectionError):
-            return EndpointError("unreachable", f"cannot reach {base}: is the server running?")
+            if _refused(exc):
+                return EndpointError("unreachable", f"cannot reach {base}: the connection was refused (is the server "
+                                     "running, on that port?)")
+            return EndpointError("unreachable", f"the connection to {base} failed ({_cause(exc)})")
         if isinstance(exc, openai.AuthenticationError) or status in (401, 403):
-            return EndpointError("auth", f"{base} refused the API key (HTTP {status or 401}): check "
-                                 "OPENAI_API_KEY / TRIAGE_API_KEY", status, body)
+            what = "wants a key and none is set" if not self.settings.api_key else "refused the API key"
+            return EndpointError("auth", f"{base} {what} (HTTP {status or 401}): {key_hint(self.settings)}",
+                                 status, body)
         if isinstance(exc, openai.NotFoundError):
             if "model" in body.lower():
                 models = self.list_models()
@@ -429,6 +433,29 @@ def _count(usage: Any, name: str) -> int:
     """A token count from a usage object; 0 for anything that is not a non-negative integer."""
     value = getattr(usage, name, 0)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a connection error was a refused connection (nothing listening), through the cause chain."""
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 10:
+        if isinstance(cur, ConnectionRefusedError) or "connection refused" in str(cur).lower():
+            return True
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return False
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost cause of a connection error, in a few words."""
+    cur: BaseException = exc
+    for _ in range(10):
+        nxt = cur.__cause__ or cur.__context__
+        if nxt is None:
+            break
+        cur = nxt
+    return f"{type(cur).__name__}: {str(cur)[:120]}" if str(cur) else type(cur).__name__
 
 
 def _no_null_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

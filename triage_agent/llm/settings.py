@@ -48,6 +48,7 @@ class Settings:
     timeout: float = 120.0  # the whole of one request, however the server trickles its answer
     connect_timeout: float = 5.0  # a server that is down fails within this
     command_deadline: float = 900.0  # all model requests of one command
+    missing_key_env: str | None = None  # a profile's api_key_env that is not set
     profile: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
     capabilities: dict[str, bool] = field(default_factory=dict)
@@ -119,6 +120,8 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
     pick("model", "model", ("TRIAGE_MODEL",), "model")
     if "api_key_env" in prof and env.get(str(prof["api_key_env"])):
         s.api_key, s.sources["api_key"] = env[str(prof["api_key_env"])], f"${prof['api_key_env']} (profile {name})"
+    elif "api_key_env" in prof:
+        s.missing_key_env = str(prof["api_key_env"])[:80]
     for e in ("TRIAGE_API_KEY", "OPENAI_API_KEY"):
         if env.get(e):
             s.api_key, s.sources["api_key"] = env[e], f"${e}"
@@ -151,6 +154,21 @@ def _seconds(raw: Any, what: str) -> float:
     return value
 
 
-CONFIGURE_HINT = ("set OPENAI_BASE_URL (e.g. http://127.0.0.1:8080/v1) and TRIAGE_MODEL (plus OPENAI_API_KEY if the "
-                  "endpoint needs one), or pass --base-url/--model, or add a profile to ~/.config/triage/config.toml")
-HOW_TO_CONFIGURE = f"no model endpoint configured; this is the offline report. To ask a model, {CONFIGURE_HINT}"
+def configure_hint(env: Mapping[str, str]) -> str:
+    """How to point triage at an endpoint; the config path honours XDG_CONFIG_HOME."""
+    return ("set OPENAI_BASE_URL (e.g. http://127.0.0.1:8080/v1) and TRIAGE_MODEL (plus OPENAI_API_KEY if the "
+            f"endpoint needs one), or pass --base-url/--model, or add a profile to {config_path(env)}")
+
+
+def how_to_configure(env: Mapping[str, str]) -> str:
+    return f"no model endpoint configured; this is the offline report. To ask a model, {configure_hint(env)}"
+
+
+def key_hint(settings: Settings) -> str:
+    """What to do about a refused or missing key, naming the variable the settings actually read."""
+    if settings.missing_key_env:
+        return f"{settings.missing_key_env} is not set (the profile's api_key_env): export it"
+    if not settings.api_key:
+        return "no key set: set OPENAI_API_KEY (or TRIAGE_API_KEY, or a profile's api_key_env)"
+    return (f"wrong key: the key from {settings.sources.get('api_key', 'the environment')} was refused; set a valid "
+            "one")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from rich.markdown import Markdown
 from triage_agent.agent import tools
 from triage_agent.commands.chat import COMMANDS, ChatSession
 from triage_agent.errors import TriageError
-from triage_agent.render.terminal import findings_table
+from triage_agent.render.terminal import findings_table, fmt_value, predicted_text
 from triage_agent.render.text import LiteralTable, literal, neutralise
 
 PROMPT = "triage> "
@@ -46,9 +45,10 @@ def _slash(session: ChatSession, line: str, console: Console) -> bool:
     elif cmd == "/findings":
         console.print(findings_table(session.offline))
     elif cmd == "/tools":
-        for fn in tools.TOOLS:
-            console.print(f"  {fn.__name__:28} {(fn.__doc__ or '').strip().splitlines()[0][:90]}", highlight=False,
-                          markup=False)
+        for schema in tools.schemas():
+            fn = schema["function"]
+            console.print(literal(fn["name"], "bold"))
+            console.print(literal("  " + fn["description"]))
     elif cmd == "/simulate":
         try:
             res = session.simulate(rest.split())
@@ -56,12 +56,13 @@ def _slash(session: ChatSession, line: str, console: Console) -> bool:
             console.print(literal(f"simulate: {exc}"))
             return True
         t = LiteralTable(title="what-if on this run")
-        for col in ("file", "key", "from → to", "predicted", "meets target"):
+        for col in ("key", "before", "after", "predicted", "target met"):
             t.add_column(col)
         for r in res["results"]:
-            t.add_row(r["file"], r["key"], f"{r['from']} → {r['to']}", json.dumps(r["predicted"]), str(r["meets_target"]))
+            met = {True: "yes", False: "no", None: "not checked"}[r["meets_target"]]
+            t.add_row(f"{r['file']}:{r['key']}", fmt_value(r["from"]), fmt_value(r["to"]), predicted_text(r["predicted"]), met)
         for r in res["rejected"]:
-            t.add_row(r["file"], r["key"], str(r["to"]), "rejected: " + r["reason"], "-")
+            t.add_row(f"{r['file']}:{r['key']}", "", fmt_value(r["to"]), "rejected: " + r["reason"], "-")
         console.print(t)
     elif cmd == "/reset":
         session.reset()

@@ -14,18 +14,19 @@ CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-wid
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 .high{color:#b00020;font-weight:bold}.medium{color:#b36b00}.low{color:#00609c}.info{color:#777}
-.plots{display:flex;flex-wrap:wrap;gap:12px}.plot{border:1px solid #eee;background:#fff}
+.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:12px}
+.plot{border:1px solid #eee;background:#fff;min-width:0}
 .t{font-size:13px;font-weight:600}.l{font-size:10px;fill:#444}.ax{stroke:#444}.grid{stroke:#eee}
 .target{stroke:#888;stroke-dasharray:4 3}.band{fill:#ffd54f;opacity:.35}.muted{color:#777}"""
-# Runs after load: counts the plots that drew something, so tests (and people) can see they rendered.
-CHECK = """<script>document.addEventListener('DOMContentLoaded',function(){var n=0;
-document.querySelectorAll('svg.plot').forEach(function(s){if(s.querySelectorAll('polyline,rect').length)n++;});
-document.body.setAttribute('data-plots-rendered',String(n));});</script>"""
+# Runs after load: counts the charts Plotly drew, so tests (and people) can see they rendered.
+CHECK = """<script>window.addEventListener('load',function(){var tries=0;(function count(){var n=0;
+document.querySelectorAll('.js-plotly-plot').forEach(function(p){if(p.querySelector('.main-svg'))n++;});
+document.body.setAttribute('data-plots-rendered',String(n));if(++tries<50)setTimeout(count,100);})();});</script>"""
 
 
-def _plots(report: Report) -> list[str]:
+def _figures(report: Report) -> list[Any]:
     run, facts = report.run, report.facts
-    out: list[str] = []
+    out: list[Any] = []
     w = facts.weights
     for rd in run.rounds:
         if rd.history is None or rd.role == "generator":
@@ -34,7 +35,7 @@ def _plots(report: Report) -> list[str]:
         comps = rewards.component_columns(frame, w)[:8]
         if comps:
             out.append(plots.line_chart(f"{rd.name}: reward components", {c: (frame["step"], frame[c]) for c in comps},
-                                        f"step · {rd.history.source}"))
+                                        f"step · {rd.history.source}", ylabel="reward"))
     a, b = facts.filter_audit, facts.band
     if run.filter_stats is not None and a is not None:
         out.append(plots.paired_histogram("Accuracy before/after the filter", a.hist_before, a.hist_after, b,
@@ -48,7 +49,7 @@ def _plots(report: Report) -> list[str]:
             series[f"round {g.index}"] = (frame["step"] - frame["step"].min() + offset, frame["accuracy"])
             offset += int(frame["step"].max() - frame["step"].min()) + 1
         out.append(plots.line_chart("Generator accuracy against its target", series, "step (rounds in sequence)",
-                                    (traj.target, f"target {traj.target:g}")))
+                                    (traj.target, f"target {traj.target:g}"), "accuracy"))
     if facts.eval_frame is not None:
         f = facts.eval_frame.frame.sort_values("step")
         out.append(plots.line_chart("Proxy reward vs gold pass rate",
@@ -59,12 +60,18 @@ def _plots(report: Report) -> list[str]:
     if run.solver_scores is not None and rel is not None:
         out.append(plots.reliability_diagram(f"Solver reliability, ECE {rel.ece:.3f}", rel.bins,
                                              f"solver score (normalised) · {run.solver_scores.source}"))
-    if run.metrics is not None:
-        m = run.metrics.frame
-        cols = [c for c in ("reward", "clipped_share", "zero_std_share", "entropy") if c in m.columns]
-        if cols and len(m) > 1:
-            out.append(plots.line_chart("Trainer metrics", {c: (m["step"], m[c]) for c in cols},
-                                        f"step · {run.metrics.source}"))
+    if run.metrics is not None and len(run.metrics.frame) > 1:
+        for group, title in ((("reward", "optimized_reward", "validation"), "Reward"),
+                             (("entropy",), "Entropy"), (("kl",), "KL"), (("length",), "Completion length"),
+                             (("clipped_share", "zero_std_share"), "Clipped and tied shares"),
+                             (("grad_norm",), "Gradient norm")):
+            series = {}
+            for name in group:
+                s = facts.series(name)
+                if s is not None and s.n > 1:
+                    series[s.raw or name] = (s.steps, s.values)
+            if series:
+                out.append(plots.line_chart(title, series, f"step · {run.metrics.source}"))
     return out
 
 
@@ -79,13 +86,16 @@ def _table(headers: list[str], rows: list[list[Any]], classes: list[str] | None 
 
 
 def render(report: Report) -> str:
+    plotly_js = plots.plotly_js()
     run = report.run
     src = report.source
     source = "deterministic rules (offline)" if src.get("kind") == "offline" else \
         f"model {src.get('model')} at {src.get('endpoint')} ({src.get('requests')} requests)"
     parts = [f"<h1>triage: {escape(str(run.root))}</h1>",
              f"<p>kind <b>{escape(run.kind)}</b> · {len(run.files)} files · source: {escape(source)}</p>",
-             '<h2>Plots</h2><div class="plots">' + "".join(_plots(report)) + "</div>", "<h2>Findings</h2>"]
+             '<h2>Plots</h2><div class="plots">' + "".join(
+                 f'<div class="plot">{plots.to_div(fig, f"plot{i}")}</div>' for i, fig in enumerate(_figures(report)))
+             + "</div>", "<h2>Findings</h2>"]
     if report.findings:
         parts.append(_table(["severity", "id", "what", "source"],
                             [[f.severity, f.id, f.title, f.evidence.get("source", "")] for f in report.findings],
@@ -113,4 +123,4 @@ def render(report: Report) -> str:
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in report.notes) + "</ul>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>triage: {escape(run.root.name)}</title>"
-            f"<style>{CSS}</style>{CHECK}</head><body>{''.join(parts)}</body></html>")
+            f"<style>{CSS}</style><script>{plotly_js}</script>{CHECK}</head><body>{''.join(parts)}</body></html>")

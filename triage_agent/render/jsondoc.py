@@ -46,7 +46,8 @@ def document(report: Report) -> dict[str, Any]:
         "diagnosis": [{"cause": d.cause, "findings": d.findings, "evidence": d.evidence, "confidence": d.confidence}
                       for d in report.diagnosis],
         "adjustments": [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "rationale": a.rationale,
-                         "predicted": a.predicted, "meets_target": a.meets_target, "findings": a.findings}
+                         "predicted": a.predicted, "meets_target": a.meets_target, "findings": a.findings,
+                         "source": a.source}
                         for a in report.adjustments],
         "rejected": [{"file": x.file, "key": x.key, "to": x.to, "reason": x.reason} for x in report.rejected],
         **({"troubleshooting": [{"stage": t.stage, "question": t.question, "findings": t.findings,

@@ -1,123 +1,119 @@
-"""Inline SVG charts (no JavaScript, no network): lines, paired histograms, reliability diagrams."""
+"""The HTML report's charts: Plotly figures (hover with step and value, zoom, round ticks, integer steps,
+legends above the plot area so they are never cut). The page inlines plotly.js once, so it works offline.
+
+Plotly is the `html` extra (`pip install 'triage-agent[html]'`); it is imported only when a page is drawn.
+"""
 
 from __future__ import annotations
 
-import math
-from html import escape
+import html
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-W, H = 500, 250
-PAD_L, PAD_R, PAD_T, PAD_B = 48, 12, 42, 34
-COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
-MAX_POINTS = 300
+from triage_agent.errors import TriageError
+
+MAX_POINTS = 2000  # per line: a 100,000-step run draws its shape, not every point
+MISSING = "the HTML report draws its charts with Plotly: pip install 'triage-agent[html]'"
 
 
-def _thin(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    if len(x) > MAX_POINTS:
-        idx = np.linspace(0, len(x) - 1, MAX_POINTS).astype(int)
-        x, y = x[idx], y[idx]
-    return x, y
+def _go() -> Any:
+    try:
+        import plotly.graph_objects as go
+    except ImportError:
+        raise TriageError(MISSING) from None
+    return go
 
 
-class _Frame:
-    def __init__(self, x0: float, x1: float, y0: float, y1: float) -> None:
-        if x1 == x0:
-            x1 = x0 + 1
-        if y1 == y0:
-            y0, y1 = y0 - 0.5, y1 + 0.5
-        self.x0, self.x1, self.y0, self.y1 = x0, x1, y0, y1
-
-    def px(self, x: float) -> float:
-        return PAD_L + (x - self.x0) / (self.x1 - self.x0) * (W - PAD_L - PAD_R)
-
-    def py(self, y: float) -> float:
-        return H - PAD_B - (y - self.y0) / (self.y1 - self.y0) * (H - PAD_T - PAD_B)
+def plotly_js() -> str:
+    try:
+        from plotly.offline import get_plotlyjs
+    except ImportError:
+        raise TriageError(MISSING) from None
+    js: str = get_plotlyjs()
+    return js
 
 
-def _axes(f: _Frame, title: str, xlabel: str) -> list[str]:
-    out = [f'<text x="{W / 2}" y="16" text-anchor="middle" class="t">{escape(title)}</text>',
-           f'<line x1="{PAD_L}" y1="{H - PAD_B}" x2="{W - PAD_R}" y2="{H - PAD_B}" class="ax"/>',
-           f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{H - PAD_B}" class="ax"/>',
-           f'<text x="{W / 2}" y="{H - 6}" text-anchor="middle" class="l">{escape(xlabel)}</text>']
-    for v in np.linspace(f.y0, f.y1, 5):
-        out.append(f'<text x="{PAD_L - 4}" y="{f.py(v) + 4:.1f}" text-anchor="end" class="l">{v:.3g}</text>')
-        out.append(f'<line x1="{PAD_L}" y1="{f.py(v):.1f}" x2="{W - PAD_R}" y2="{f.py(v):.1f}" class="grid"/>')
-    for i, v in enumerate(np.linspace(f.x0, f.x1, 5)):
-        anchor = "start" if i == 0 else "end" if i == 4 else "middle"
-        out.append(f'<text x="{f.px(v):.1f}" y="{H - PAD_B + 14}" text-anchor="{anchor}" class="l">{_tick(v, f.x1 - f.x0)}</text>')
-    return out
+def _t(text: str) -> str:
+    """Text from run files (sources, metric names) as Plotly text: no tag and no script end reach the page."""
+    return html.escape(str(text), quote=False)
 
 
-def _tick(v: float, span: float) -> str:
-    """Steps as whole numbers (1,975), fractions with two or three significant digits."""
-    return f"{v:,.0f}" if span >= 10 else f"{v:.3g}"
+def _thin(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[float]]:
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ok = np.isfinite(xa) & np.isfinite(ya)
+    xa, ya = xa[ok], ya[ok]
+    if len(xa) > MAX_POINTS:
+        idx = np.linspace(0, len(xa) - 1, MAX_POINTS).astype(int)
+        xa, ya = xa[idx], ya[idx]
+    return xa.tolist(), ya.tolist()
 
 
-def _svg(parts: list[str], label: str) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" '
-            f'aria-label="{escape(label)}" class="plot">' + "".join(parts) + "</svg>")
+def _layout(fig: Any, title: str, xlabel: str, ylabel: str = "", integer_x: bool = True) -> Any:
+    fig.update_layout(
+        title={"text": _t(title), "x": 0, "xanchor": "left", "font": {"size": 14}},
+        height=340, margin={"l": 60, "r": 20, "t": 80, "b": 50}, template="plotly_white",
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
+        hovermode="x unified", showlegend=True)
+    fig.update_xaxes(title_text=_t(xlabel), automargin=True, tickformat="d" if integer_x else ".2~f")
+    fig.update_yaxes(title_text=_t(ylabel), automargin=True, tickformat=".3~g")
+    return fig
 
 
 def line_chart(title: str, series: dict[str, tuple[Any, Any]], xlabel: str = "step",
-               hline: tuple[float, str] | None = None, y_range: tuple[float, float] | None = None) -> str:
-    thinned = {k: _thin(np.asarray(x, float), np.asarray(y, float)) for k, (x, y) in series.items()}
-    xs = np.concatenate([x for x, _ in thinned.values()] or [np.zeros(1)])
-    ys = np.concatenate([y for _, y in thinned.values()] + ([np.array([hline[0]])] if hline else []) or [np.zeros(1)])
-    lo, hi = y_range if y_range else (float(ys.min()), float(ys.max()))
-    f = _Frame(float(xs.min()), float(xs.max()), lo, hi)
-    parts = _axes(f, title, xlabel)
+               hline: tuple[float, str] | None = None, ylabel: str = "") -> Any:
+    go = _go()
+    fig = go.Figure()
+    for name, (x, y) in series.items():
+        xs, ys = _thin(x, y)
+        label = _t(name).replace("%", "%%")
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=_t(name),
+                                 hovertemplate=f"{label}<br>step %{{x:d}}: %{{y:.4~g}}<extra></extra>"))
     if hline:
-        y = f.py(hline[0])
-        parts.append(f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{W - PAD_R}" y2="{y:.1f}" class="target"/>'
-                     f'<text x="{W - PAD_R - 2}" y="{y - 4:.1f}" text-anchor="end" class="l">{escape(hline[1])}</text>')
-    for i, (name, (xv, yv)) in enumerate(thinned.items()):
-        color = COLORS[i % len(COLORS)]
-        pts = " ".join(f"{f.px(a):.1f},{f.py(b):.1f}" for a, b in zip(xv, yv))
-        parts.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="1.5"/>')
-        parts.append(f'<text x="{PAD_L + 8 + 110 * i}" y="{PAD_T - 8}" style="fill:{color}" class="l">{escape(name)}</text>')
-    return _svg(parts, title)
+        fig.add_hline(y=hline[0], line_dash="dash", line_color="#888", annotation_text=_t(hline[1]))
+    return _layout(fig, title, xlabel, ylabel)
 
 
 def paired_histogram(title: str, before: list[int], after: list[int] | None, band: tuple[float, float],
-                     xlabel: str = "accuracy") -> str:
-    top = max(before + (after or []) + [1])
-    f = _Frame(0.0, 1.0, 0.0, float(top))
-    parts = _axes(f, title, xlabel)
-    n = len(before)
-    # shade the bins that hold in-band values: with k/n accuracies, 0.6 sits in the bin [0.6, 0.7)
-    lo_edge = math.floor(band[0] * n + 1e-9) / n
-    hi_edge = min(1.0, (math.floor(band[1] * n + 1e-9) + 1) / n)
-    parts.append(f'<rect x="{f.px(lo_edge):.1f}" y="{PAD_T}" width="{f.px(hi_edge) - f.px(lo_edge):.1f}" '
-                 f'height="{H - PAD_T - PAD_B}" class="band"/>')
-    for i, cnt in enumerate(before):
-        x0, x1 = f.px(i / n), f.px((i + 1) / n)
-        w = (x1 - x0) / 2 - 1
-        parts.append(f'<rect x="{x0 + 1:.1f}" y="{f.py(cnt):.1f}" width="{w:.1f}" height="{f.py(0) - f.py(cnt):.1f}" '
-                     f'fill="{COLORS[0]}"><title>before: {cnt}</title></rect>')
-        if after is not None:
-            a = after[i]
-            parts.append(f'<rect x="{x0 + 1 + w:.1f}" y="{f.py(a):.1f}" width="{w:.1f}" '
-                         f'height="{f.py(0) - f.py(a):.1f}" fill="{COLORS[1]}"><title>after: {a}</title></rect>')
-    parts.append(f'<text x="{PAD_L + 8}" y="{PAD_T - 8}" style="fill:{COLORS[0]}" class="l">before filter</text>'
-                 f'<text x="{PAD_L + 110}" y="{PAD_T - 8}" style="fill:{COLORS[1]}" class="l">after filter</text>'
-                 f'<text x="{PAD_L + 210}" y="{PAD_T - 8}" class="l">shaded: bins of the boundary band</text>')
-    return _svg(parts, title)
+                     xlabel: str) -> Any:
+    go = _go()
+    edges = [i / len(before) for i in range(len(before) + 1)]
+    mids = [(a + b) / 2 for a, b in zip(edges, edges[1:])]
+    labels = [f"{a:.1f}-{b:.1f}" for a, b in zip(edges, edges[1:])]
+    fig = go.Figure()
+    fig.add_vrect(x0=band[0], x1=band[1], fillcolor="#ffd54f", opacity=0.3, line_width=0,
+                  annotation_text=f"band {band[0]:g}-{band[1]:g}", annotation_position="top left")
+    fig.add_trace(go.Bar(x=mids, y=before, name="before the filter", customdata=labels,
+                         hovertemplate="accuracy %{customdata}: %{y} questions<extra>before</extra>"))
+    if after is not None:
+        fig.add_trace(go.Bar(x=mids, y=after, name="after the filter", customdata=labels,
+                             hovertemplate="accuracy %{customdata}: %{y} questions<extra>after</extra>"))
+    fig.update_layout(barmode="group")
+    _layout(fig, title, xlabel, "questions", integer_x=False)
+    fig.update_xaxes(range=[0, 1], dtick=0.1)
+    return fig
 
 
-def reliability_diagram(title: str, bins: list[dict[str, float | int]],
-                        xlabel: str = "solver score (normalised)") -> str:
-    f = _Frame(0.0, 1.0, 0.0, 1.0)
-    parts = _axes(f, title, xlabel)
-    parts.append(f'<line x1="{f.px(0):.1f}" y1="{f.py(0):.1f}" x2="{f.px(1):.1f}" y2="{f.py(1):.1f}" class="target"/>')
-    for b in bins:
-        lo, hi, rate = float(b["lo"]), float(b["hi"]), float(b["gold_rate"])
-        parts.append(f'<rect x="{f.px(lo) + 1:.1f}" y="{f.py(rate):.1f}" width="{f.px(hi) - f.px(lo) - 2:.1f}" '
-                     f'height="{f.py(0) - f.py(rate):.1f}" fill="{COLORS[0]}" opacity="0.8">'
-                     f'<title>n={b["n"]} gold rate {rate:.2f}</title></rect>')
-    parts.append(f'<text x="{PAD_L + 8}" y="{PAD_T - 8}" class="l">bars: gold pass rate per score bin; '
-                 "line: perfect calibration</text>")
-    return _svg(parts, title)
+def reliability_diagram(title: str, bins: list[dict[str, float | int]], xlabel: str) -> Any:
+    go = _go()
+    mids = [(float(b["lo"]) + float(b["hi"])) / 2 for b in bins]
+    width = float(bins[0]["hi"]) - float(bins[0]["lo"]) if bins else 0.1
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=mids, y=[float(b["gold_rate"]) for b in bins], width=width * 0.9, name="gold pass rate",
+                         customdata=[[b["n"], b["mean_score"]] for b in bins],
+                         hovertemplate="score bin %{x:.2f}: gold rate %{y:.2f}, mean score %{customdata[1]:.2f}, "
+                                       "n=%{customdata[0]}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                             line={"dash": "dash", "color": "#888"}, hoverinfo="skip"))
+    _layout(fig, title, xlabel, "gold pass rate", integer_x=False)
+    fig.update_xaxes(range=[0, 1])
+    fig.update_yaxes(range=[0, 1])
+    return fig
+
+
+def to_div(fig: Any, div_id: str) -> str:
+    """A figure as a div and its script; plotly.js itself is inlined once by the page."""
+    html: str = fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                            config={"displaylogo": False, "responsive": True})
+    return html

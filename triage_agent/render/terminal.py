@@ -15,9 +15,12 @@ from triage_agent.report import Report
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}"
+def fmt_value(v: Any) -> str:
+    """A value as people read it: yes/no, numbers without -0 or needless exponents."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        return _num(float(v)) if isinstance(v, float) else f"{v:,}" if abs(v) >= 10_000 else str(v)
     return str(v)
 
 
@@ -58,7 +61,7 @@ def rounds_table(report: Report) -> LiteralTable | None:
     for col in ("round", "series", "mean", "first→last 10% (means)", "rho(step)", "swing", "curve"):
         t.add_column(col)
     for rname, name, st in rows[:40]:
-        t.add_row(rname, name, f"{st.mean:.3f}", f"{st.first:.3f}→{st.last:.3f}",
+        t.add_row(rname, name, _num(st.mean), f"{_num(st.first)}→{_num(st.last)}",
                   "" if st.rho_step is None else f"{st.rho_step:+.2f}",
                   "" if st.swing is None else f"{st.swing:.2f}", sparkline(st.spark))
     return t
@@ -103,15 +106,18 @@ def metrics_table(report: Report) -> LiteralTable | None:
 
 
 def _num(v: float) -> str:
-    """A number as people read it: no -0.000, no exponent for ordinary magnitudes."""
-    if v == 0:
-        return "0"
+    """A number as people read it: no -0.000, no exponent for ordinary magnitudes (4,980 tokens, not 4.98e+03)."""
+    if v != v:
+        return "nan"
     a = abs(v)
+    if a < 5e-4:
+        return "0" if a == 0 or a < 1e-12 else f"{v:.2g}"
     if a >= 1000:
         return f"{v:,.0f}"
-    if a >= 1:
-        return f"{v:.3g}" if a < 100 else f"{v:.0f}"
-    return f"{v:.3g}"
+    if a >= 100:
+        return f"{v:.0f}"
+    text = f"{v:.3f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
 
 def filter_panel(report: Report) -> Panel | None:
@@ -130,7 +136,7 @@ def filter_panel(report: Report) -> Panel | None:
     for i, cnt in enumerate(a.hist_before):
         lo, hi = i / 10, (i + 1) / 10
         after = a.hist_after[i] if a.hist_after else 0
-        mark = "◆" if hi > b[0] and lo < b[1] + 1e-9 else " "
+        mark = "◆" if lo >= b[0] - 1e-9 and hi <= b[1] + 1e-9 else " "  # the bins inside the band
         t.add_row(f"{mark}{lo:.1f}-{hi:.1f}", str(cnt), "█" * round(20 * cnt / top), str(after),
                   "█" * round(20 * after / top))
     share_after = "n/a" if a.share_after is None else f"{a.share_after:.1%}"
@@ -160,23 +166,45 @@ def diagnosis_and_adjustments(report: Report) -> list[Any]:
         for d in report.diagnosis:
             t.add_row(d.cause, ", ".join(d.findings), f"{d.confidence:.2f}")
         out.append(t)
-    if report.adjustments:
-        t = LiteralTable(title="Suggested changes (re-computed on this run)", expand=False)
-        for col in ("file", "key", "from → to", "predicted", "meets target"):
+    reach = [a for a in report.adjustments if a.meets_target is not False]
+    miss = [a for a in report.adjustments if a.meets_target is False]
+    for title, rows in (("Suggested changes (re-computed on this run)", reach),
+                        ("Changes that do not reach their target (what-if on this run; `apply` skips them)", miss)):
+        if not rows:
+            continue
+        t = LiteralTable(title=title, expand=False)
+        for col in ("from", "file", "key", "from → to", "predicted", "meets target"):
             t.add_column(col)
-        for a in report.adjustments:
-            pred = ", ".join(f"{k}={_fmt(v)}" for k, v in a.predicted.items() if not isinstance(v, dict))
-            met = {True: Text("yes", "green"), False: Text("no", "red"), None: Text("-")}[a.meets_target]
-            t.add_row(a.file, a.key, f"{_fmt(a.from_)} → {_fmt(a.to)}", pred, met)
+        for a in rows:
+            met = {True: Text("yes", "green"), False: Text("no", "red"), None: Text("not checked")}[a.meets_target]
+            t.add_row(a.source, a.file, a.key, f"{fmt_value(a.from_)} → {fmt_value(a.to)}", predicted_text(a.predicted), met)
         out.append(t)
     if report.rejected:
         t = LiteralTable(title="Rejected suggestions", expand=False)
         for col in ("file", "key", "to", "reason"):
             t.add_column(col)
         for x in report.rejected:
-            t.add_row(x.file, x.key, _fmt(x.to), x.reason)
+            t.add_row(x.file, x.key, fmt_value(x.to), x.reason)
         out.append(t)
     return out
+
+
+def predicted_text(pred: dict[str, Any]) -> str:
+    """A what-if in words: its numbers, or that the data cannot predict it."""
+    if "note" in pred:
+        return str(pred["note"])
+    return ", ".join(f"{k} {fmt_value(v)}" for k, v in pred.items() if not isinstance(v, (dict, list)))
+
+
+def parse_error_lines(report: Report) -> list[Text]:
+    """Where reading failed, as file:line, on screen too (not only in the JSON)."""
+    f = next((f for f in report.findings if f.id == "data.parse_errors"), None)
+    if f is None:
+        return []
+    count = f.evidence.get("count", 0)
+    lines = [literal(f"could not read {count} row{'s' if count != 1 else ''} or file{'s' if count != 1 else ''}:",
+                     "yellow")]
+    return lines + [literal(f"  {loc}", "yellow") for loc in f.evidence.get("first", [])]
 
 
 def render(report: Report, console: Console) -> None:
@@ -189,6 +217,8 @@ def render(report: Report, console: Console) -> None:
         console.print(extra)
     for part in diagnosis_and_adjustments(report):
         console.print(part)
+    for line in parse_error_lines(report):
+        console.print(line)
     for note in report.notes:
         console.print(literal(f"note: {note}", "dim"))
 

@@ -47,5 +47,10 @@ class LiteralTable(Table):
     def __init__(self, *headers: Any, title: str | Text | None = None, **kw: Any) -> None:
         super().__init__(*headers, title=literal(title) if isinstance(title, str) else title, **kw)
 
+    def add_column(self, *args: Any, **kw: Any) -> None:
+        # ids, keys, paths and numbers wrap onto the next line; nothing is ever cut with an ellipsis
+        kw.setdefault("overflow", "fold")
+        super().add_column(*args, **kw)
+
     def add_row(self, *renderables: Any, **kw: Any) -> None:
         super().add_row(*(literal(r) if isinstance(r, str) else r for r in renderables), **kw)
