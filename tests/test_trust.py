@@ -189,3 +189,16 @@ def test_unknown_flag_shows_the_subcommand_usage(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("usage: triage inspect") and "unrecognized arguments: --bogus" in err
+
+
+# 12: a spinner while waiting, on a terminal only
+def test_spinner_only_on_a_terminal():
+    import contextlib
+
+    from triage_agent.cli import _spinner
+
+    assert isinstance(_spinner(Console(file=io.StringIO()), "x"), contextlib.nullcontext)
+    buf = io.StringIO()
+    with _spinner(Console(file=buf, force_terminal=True), "waiting for the model"):
+        pass
+    assert "waiting for the model" in buf.getvalue()
