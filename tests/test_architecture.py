@@ -117,7 +117,7 @@ def test_ece_bins_override_reaches_every_view(make_run):
 
 
 def test_every_prompt_renders_and_a_misspelt_placeholder_fails(tmp_path, monkeypatch):
-    values = {"repair.md": {"problem": "x"}, "inline_tools.md": {"results": "{}"}}
+    values = {"repair.md": {"problem": "x"}, "inline_tools.md": {"results": "{}"}, "mcp_triage.md": {"run": "r"}}
     for name in prompts.names():
         text = prompts.render(name, **values.get(name, {}))
         assert "$" not in text, name
@@ -144,7 +144,7 @@ def test_the_wheel_carries_every_prompt(tmp_path):
     py = env_dir / "bin" / "python"
     subprocess.run([py, "-m", "pip", "install", "--no-deps", "-q", str(wheel)], check=True, capture_output=True)
     script = ("import json; from triage_agent.agent import prompts; "
-              "print(json.dumps({n: len(prompts.render(n, problem='p', results='{}')) for n in prompts.names()}))")
+              "print(json.dumps({n: len(prompts.render(n, problem='p', results='{}', run='r')) for n in prompts.names()}))")
     out = subprocess.run([py, "-c", script], check=True, capture_output=True, text=True, cwd=tmp_path).stdout
     got = json.loads(out)
     assert sorted(got) == sorted(p.name for p in (REPO / "prompts").glob("*.md"))

@@ -25,6 +25,9 @@ EXAMPLES = {
     "doctor": "example: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 triage doctor --model qwen2.5-7b",
     "apply": "example: triage report RUN --json > r.json && triage apply r.json --write fixed/",
     "chat": "example: triage chat sample_runs/boundary_collapse --resume",
+    "mcp": """example: triage mcp --root ~/runs   (stdio, for an IDE agent)
+         triage mcp --print-config claude   (.mcp.json for Claude Code; also codex, cursor, vscode)
+         triage mcp --http 127.0.0.1:8765   (Streamable HTTP with a bearer token, TRIAGE_MCP_TOKEN)""",
 }
 
 
@@ -99,6 +102,21 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--write", metavar="DIR", help="write edited copies of the config files under DIR")
     group.add_argument("--in-place", action="store_true", help="edit the originals, after saving .bak backups")
     sp.set_defaults(func=_cmd_apply)
+    sp = command("mcp", "serve triage's tools to IDE agents over the Model Context Protocol",
+                 "Serve triage's deterministic tools (inspect_run, run_overview, trainer_metrics, search_log, "
+                 "simulate_adjustment, ...) to an IDE agent over MCP: stdio by default, Streamable HTTP with "
+                 "--http. It reads only under its roots and never writes unless --allow-write. Register it "
+                 "with the snippet --print-config prints: Claude Code (.mcp.json), Codex CLI "
+                 "(~/.codex/config.toml), Cursor (.cursor/mcp.json), VS Code (.vscode/mcp.json).")
+    sp.add_argument("--root", action="append", metavar="DIR",
+                    help="a folder the server may read (repeatable; default: the working directory)")
+    sp.add_argument("--allow-write", action="store_true",
+                    help="offer apply_adjustments, which edits config files inside a run (after a diff)")
+    sp.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio")
+    sp.add_argument("--allow-remote", action="store_true", help="allow --http on a non-loopback address")
+    sp.add_argument("--print-config", choices=("claude", "codex", "cursor", "vscode"), metavar="CLIENT",
+                    help="print the registration snippet for claude, codex, cursor or vscode, and exit")
+    sp.set_defaults(func=_cmd_mcp)
     return p
 
 
@@ -308,6 +326,31 @@ def _cmd_apply(args: argparse.Namespace, out: Console, err: Console) -> int:
     for e in res.edits:
         out.file.write(_neutralise(e.diff()))
     return 0
+
+
+def _cmd_mcp(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from pathlib import Path
+
+    roots = [Path(r).expanduser() for r in (args.root or ["."])]
+    for r in roots:
+        if not r.is_dir():
+            raise TriageError(f"{r}: no such folder (--root)")
+    if args.print_config:
+        from triage_agent.commands.mcp import client_config
+
+        where, snippet = client_config(args.print_config, [r.resolve() for r in roots])
+        err.print(_literal(f"# put this in {where}"))
+        out.file.write(snippet)
+        return 0
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        raise TriageError("triage mcp needs the MCP SDK: pip install 'triage-agent[mcp]'")
+    from triage_agent.commands import mcp
+    if args.http:
+        return mcp.serve_http(roots, args.allow_write, args.http, args.allow_remote, None,
+                              lambda line: err.print(_literal(line)))
+    return mcp.serve_stdio(roots, args.allow_write)
 
 
 def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:

@@ -16,7 +16,7 @@ from triage_agent import safejson
 from triage_agent.edits import EditError, edit_text
 from triage_agent.errors import TriageError
 from triage_agent.findings import suggest
-from triage_agent.findings.facts import number, resolve
+from triage_agent.findings.facts import Facts, number, resolve
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
 
@@ -83,6 +83,12 @@ def plan(source: str | Path, run_override: str | None = None, include_unmet: boo
         facts = offline.facts
         proposals = [{"file": a.file, "key": a.key, "to": a.to, "from": a.from_, "meets_target": a.meets_target}
                      for a in offline.adjustments]
+    return edit_plan(facts, proposals, include_unmet, force)
+
+
+def edit_plan(facts: Facts, proposals: list[dict[str, Any]], include_unmet: bool = False,
+              force: bool = False) -> ApplyResult:
+    """Each proposal {file, key, to[, from, meets_target]} checked and turned into a value-only edit."""
     run = facts.run
     texts: dict[str, tuple[str, str]] = {}
     refused: list[tuple[str, str, str]] = []

@@ -1,0 +1,216 @@
+"""`triage mcp` driven through the MCP SDK's own client: in memory for every tool, once over real stdio with
+`triage mcp` as a subprocess, and over Streamable HTTP with and without the bearer token."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+from tests.conftest import REPO, SAMPLES  # noqa: E402
+from triage_agent.agent import tools  # noqa: E402
+from triage_agent.commands.mcp import build_server, client_config  # noqa: E402
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def call(server, name, args):
+    async def go():
+        async with Client(server) as c:
+            return await c.call_tool(name, args)
+    return asyncio.run(go())
+
+
+def text(result) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+ARGS = {"summarize_reward_histogram": {"round": "selector_round3", "series": "boundary"},
+        "diff_rounds": {"round_a": "selector_round2", "round_b": "selector_round3"},
+        "simulate_adjustment": {"changes": {"easy_threshold": 0.45}}, "search_log": {"pattern": "step"},
+        "trainer_metrics": {}, "read_config": {}}
+
+
+def test_every_agent_tool_is_served_with_the_same_schema():
+    server = build_server([SAMPLES])
+
+    async def go():
+        async with Client(server) as c:
+            return (await c.list_tools()).tools
+    listed = {t.name: t for t in asyncio.run(go())}
+    assert {"list_runs", "inspect_run"} <= set(listed)
+    for fn in tools.TOOLS:
+        if fn.__name__ == "list_findings":
+            continue
+        ours = tools.function_schema(fn)["function"]
+        theirs = listed[fn.__name__]
+        assert theirs.description.startswith(ours["description"][:60]), fn.__name__
+        props = theirs.input_schema["properties"]
+        assert list(props)[0] == "run" and set(props) - {"run"} == set(ours["parameters"]["properties"]), fn.__name__
+        assert "run" in theirs.input_schema["required"]
+    assert "apply_adjustments" not in listed  # no writing without --allow-write
+
+
+@pytest.mark.parametrize("name", [fn.__name__ for fn in tools.TOOLS if fn.__name__ != "list_findings"])
+def test_each_tool_answers_bounded_and_leaves_the_run_untouched(name):
+    run = "boundary_collapse" if name not in ("trainer_metrics", "search_log") else "verl_kl_explosion"
+    before = tree_digest(SAMPLES / run)
+    result = call(build_server([SAMPLES]), name, {"run": run, **ARGS.get(name, {})})
+    out = text(result)
+    assert len(out) / 4 < 1500  # the agent's bound
+    if not result.is_error:
+        assert "source" in json.loads(out)
+    assert tree_digest(SAMPLES / run) == before
+
+
+def test_inspect_run_gives_the_planted_findings_and_list_runs_lists_them():
+    server = build_server([SAMPLES])
+    doc = json.loads(text(call(server, "inspect_run", {"run": "trl_oom_crash"})))
+    assert [f["id"] for f in doc["findings"] if f["severity"] == "high"] == ["log.crash"]
+    assert doc["findings"][0]["evidence"]["kind"] == "oom" and "out of memory" in doc["fixes"]["log.crash"]
+    runs = json.loads(text(call(server, "list_runs", {"folder": "."})))
+    assert runs["total"] == len([p for p in SAMPLES.iterdir() if p.is_dir()])
+
+
+@pytest.mark.parametrize("path", ["../", "..", "/etc", "boundary_collapse/../../", "link_out"])
+def test_paths_outside_the_roots_are_refused(tmp_path, path):
+    root = tmp_path / "root"
+    (root / "run").mkdir(parents=True)
+    (root / "run" / "train.log").write_text("step:1 - critic/score/mean:0.5\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "train.log").write_text("step:1 - critic/score/mean:0.9\n")
+    os.symlink(outside, root / "link_out")
+    server = build_server([root])
+    for tool in ("inspect_run", "run_overview", "search_log"):
+        args = {"run": path} | ({"pattern": "step"} if tool == "search_log" else {})
+        result = call(server, tool, args)
+        assert result.is_error and "outside the folders" in text(result), (tool, text(result))
+    assert not call(server, "inspect_run", {"run": "run"}).is_error
+
+
+def test_resources_and_the_prompt():
+    server = build_server([SAMPLES])
+
+    async def go():
+        async with Client(server) as c:
+            report = await c.read_resource("run://few_rollouts/report")
+            findings = await c.read_resource("run://few_rollouts/findings")
+            prompts = (await c.list_prompts()).prompts
+            prompt = await c.get_prompt("triage this run", {"run": "few_rollouts"})
+            return report, findings, prompts, prompt
+    report, findings, prompts, prompt = asyncio.run(go())
+    assert json.loads(report.contents[0].text)["schema"] == "triage.report/v1"
+    assert json.loads(findings.contents[0].text)["findings"][0]["id"] == "rollouts.too_few"
+    assert [p.name for p in prompts] == ["triage this run"]
+    assert "inspect_run" in prompt.messages[0].content.text and "few_rollouts" in prompt.messages[0].content.text
+
+
+def test_apply_adjustments_only_with_allow_write(tmp_path):
+    import shutil
+
+    run = tmp_path / "few_rollouts"
+    shutil.copytree(SAMPLES / "few_rollouts", run)
+    server = build_server([tmp_path], allow_write=True)
+    shown = json.loads(text(call(server, "apply_adjustments", {"run": "few_rollouts",
+                                                               "changes": {"rollouts_per_question": 8}})))
+    assert "-  rollouts_per_question: 4" in shown["diff"] and shown["written"] == []
+    assert "rollouts_per_question: 4" in (run / "configs" / "filter_config.yaml").read_text()
+    done = json.loads(text(call(server, "apply_adjustments", {"run": "few_rollouts",
+                                                              "changes": {"rollouts_per_question": 8}, "write": True})))
+    assert done["written"] and "rollouts_per_question: 8" in (run / "configs" / "filter_config.yaml").read_text()
+
+
+def test_over_real_stdio(tmp_path):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "triage_agent", "mcp", "--root", str(SAMPLES)],
+                                   env={"XDG_STATE_HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")},
+                                   cwd=str(REPO))
+
+    async def go():
+        async with Client(params) as c:
+            names = [t.name for t in (await c.list_tools()).tools]
+            result = await c.call_tool("inspect_run", {"run": "swift_zero_variance"})
+            return names, result
+    names, result = asyncio.run(go())
+    assert "inspect_run" in names and "trainer_metrics" in names
+    ids = [f["id"] for f in json.loads(text(result))["findings"]]
+    assert "reward.zero_variance_groups" in ids
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_over_http_with_a_bearer_token(tmp_path):
+    import httpx
+
+    port = _free_port()
+    env = {**os.environ, "TRIAGE_MCP_TOKEN": "t0k3n-for-tests", "XDG_STATE_HOME": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "triage_agent", "mcp", "--root", str(SAMPLES), "--http",
+                             f"127.0.0.1:{port}"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        for _ in range(100):
+            try:
+                anonymous = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        assert anonymous.status_code == 401
+
+        async def go():
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            async with httpx2.AsyncClient(headers={"Authorization": "Bearer t0k3n-for-tests"}, timeout=30) as http, \
+                    Client(streamable_http_client(url, http_client=http)) as c:
+                return await c.call_tool("inspect_run", {"run": "few_rollouts"})
+        result = asyncio.run(go())
+        assert not result.is_error and "rollouts.too_few" in text(result)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_http_refuses_a_remote_address_without_allow_remote():
+    res = subprocess.run([sys.executable, "-m", "triage_agent", "mcp", "--http", "0.0.0.0:8765"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "--allow-remote" in res.stderr
+
+
+@pytest.mark.parametrize("client", ["claude", "codex", "cursor", "vscode"])
+def test_print_config_for_each_client(client):
+    where, snippet = client_config(client, [Path("/runs")])
+    if client == "codex":
+        import tomllib
+
+        assert tomllib.loads(snippet)["mcp_servers"]["triage"]["args"] == ["mcp", "--root", "/runs"]
+    else:
+        doc = json.loads(snippet)
+        entry = (doc.get("servers") or doc["mcpServers"])["triage"]
+        assert entry["command"] == "triage" and entry["args"] == ["mcp", "--root", "/runs"]
+    readme = (REPO / "README.md").read_text()
+    assert where.split()[0] in readme

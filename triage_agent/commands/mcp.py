@@ -1,0 +1,296 @@
+"""`triage mcp`: triage's deterministic tools for IDE agents (Claude Code, Codex CLI, Cursor, VS Code) over the
+Model Context Protocol, on the official SDK (`mcp` 2.x, `MCPServer`).
+
+Every agent tool is served with one more first argument, `run` (a run folder under the server's roots); its
+schema comes from the same signature and docstring as for triage's own agent. The server reads only under
+its roots (`..` and symlinks that leave them are refused), never writes (except `apply_adjustments` with
+`--allow-write`, which edits config files inside the run after showing the diff), and bounds every output
+as for the agent. Over stdio nothing but protocol goes to stdout; over HTTP a bearer token is required.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import secrets
+import typing
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from triage_agent.agent import prompts, tools
+from triage_agent.errors import TriageError
+from triage_agent.findings.facts import Facts
+from triage_agent.report import Report, offline_report
+from triage_agent.runs.load import load_run
+
+CACHE_RUNS = 8  # loaded runs kept between calls (keyed by path and newest mtime)
+MAX_LISTED = 200
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+CLIENTS = ("claude", "codex", "cursor", "vscode")
+
+
+class Refused(Exception):
+    """A request the server will not serve (a path outside its roots); the client gets it as a tool error."""
+
+
+@dataclass
+class Confinement:
+    roots: list[Path]
+    cache: OrderedDict[tuple[str, float], Report] = field(default_factory=OrderedDict)
+
+    def resolve(self, path: str) -> Path:
+        """`path` (relative to the first root, or absolute) resolved through `..` and symlinks; refused when it
+        lands outside every root."""
+        if not isinstance(path, str) or not path or "\x00" in path or len(path) > 4096:
+            raise Refused("give a run folder path")
+        p = Path(path)
+        target = (p if p.is_absolute() else self.roots[0] / p).resolve()
+        if not any(target == r or r in target.parents for r in self.roots):
+            raise Refused(f"{path}: outside the folders this server may read ({', '.join(map(str, self.roots))})")
+        return target
+
+    def report(self, path: str) -> Report:
+        """The run's offline report, loaded once per version of the folder."""
+        target = self.resolve(path)
+        try:
+            stamp = max((p.stat().st_mtime for p in target.rglob("*") if p.is_file()), default=0.0)
+        except OSError:
+            stamp = 0.0
+        key = (str(target), stamp)
+        if key not in self.cache:
+            self.cache[key] = offline_report(load_run(target))
+            while len(self.cache) > CACHE_RUNS:
+                self.cache.popitem(last=False)
+        self.cache.move_to_end(key)
+        return self.cache[key]
+
+    def facts(self, path: str) -> Facts:
+        return self.report(path).facts
+
+
+def _error(message: str) -> Exception:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    return ToolError(message)
+
+
+def _as_mcp_tool(fn: Callable[..., dict[str, Any]], conf: Confinement) -> Callable[..., str]:
+    """An agent tool as an MCP tool: `run` first, then the tool's own parameters, same docstring. The call
+    goes through `tools.call`, so arguments, bounds, redaction and errors are exactly the agent's."""
+    name = fn.__name__
+
+    def wrapper(run: str, **arguments: Any) -> str:
+        try:
+            got = tools.call(conf.facts(run), name, {k: v for k, v in arguments.items() if v is not None})
+        except (Refused, TriageError) as exc:
+            raise _error(str(exc)) from None
+        if got.error is not None:
+            raise _error(got.error)
+        return got.text
+
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(fn)
+    params = [inspect.Parameter("run", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str)]
+    params += [p.replace(annotation=hints[p.name]) for p in list(sig.parameters.values())[1:]]
+    wrapper.__signature__ = sig.replace(parameters=params, return_annotation=str)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": str}
+    wrapper.__name__ = name
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    head, sep, rest = doc.partition("Args:")
+    wrapper.__doc__ = (head.rstrip() + "\n\nArgs:\n    run: the run folder (relative to the server's root)\n"
+                       + ("\n".join("    " + line for line in rest.strip("\n").splitlines()) if sep else ""))
+    return wrapper
+
+
+def build_server(roots: list[Path], allow_write: bool = False) -> Any:
+    from mcp.server import MCPServer
+
+    conf = Confinement([r.resolve() for r in roots])
+    server = MCPServer("triage", instructions=prompts.render("mcp.md"))
+
+    def list_runs(folder: str = ".") -> str:
+        """The run folders under a folder (one line each: path, kind, files), at most 200, most recent first.
+
+        Args:
+            folder: a folder under the server's root
+        """
+        try:
+            base = conf.resolve(folder)
+        except Refused as exc:
+            raise _error(str(exc)) from None
+        found = _run_folders(base)
+        lines = [f"{p.relative_to(conf.roots[0]) if conf.roots[0] in p.parents or p == conf.roots[0] else p}"
+                 f"  ({what})" for p, what in found[:MAX_LISTED]]
+        return json.dumps({"runs": lines, "total": len(found), "shown": min(len(found), MAX_LISTED),
+                           "source": str(base)})
+
+    def inspect_run(run: str) -> str:
+        """The deterministic findings of a run folder, most severe first: ids, severity, titles, evidence, fixes.
+
+        Args:
+            run: the run folder (relative to the server's root)
+        """
+        try:
+            rep = conf.report(run)
+        except (Refused, TriageError) as exc:
+            raise _error(str(exc)) from None
+        payload = tools.findings_payload(rep.findings)
+        payload["kind"] = rep.run.kind
+        payload["counts"] = {s: sum(1 for f in rep.findings if f.severity == s) for s in ("high", "medium", "info")}
+        payload["fixes"] = {f.id: f.fix for f in rep.findings if f.fix}
+        return json.dumps(payload, default=str)
+
+    server.add_tool(list_runs)
+    server.add_tool(inspect_run)
+    for fn in tools.TOOLS:
+        if fn.__name__ != "list_findings":  # inspect_run serves it, with the fixes
+            server.add_tool(_as_mcp_tool(fn, conf))
+    if allow_write:
+        server.add_tool(_apply_tool(conf))
+
+    @server.resource("run://{+path}/report", mime_type="application/json")
+    def report_resource(path: str) -> str:
+        """The run's JSON report (schema triage.report/v1)."""
+        from triage_agent.render import jsondoc
+
+        return json.dumps(jsondoc.document(conf.report(path)), default=str)
+
+    @server.resource("run://{+path}/findings", mime_type="application/json")
+    def findings_resource(path: str) -> str:
+        """The run's deterministic findings."""
+        return json.dumps(tools.findings_payload(conf.report(path).findings), default=str)
+
+    @server.prompt(name="triage this run", description="How to diagnose a run with triage's tools")
+    def triage_prompt(run: str) -> str:
+        return prompts.render("mcp_triage.md", run=run)
+
+    return server
+
+
+def _apply_tool(conf: Confinement) -> Callable[..., str]:
+    def apply_adjustments(run: str, changes: dict[str, float], write: bool = False) -> str:
+        """Apply config changes to a run's config files: first the diff (write=false), then, when asked, the edit
+        itself (write=true). Only values change; each change is checked and re-computed like simulate_adjustment.
+
+        Args:
+            run: the run folder (relative to the server's root)
+            changes: map of "file:key" (or a unique key) to the new value
+            write: edit the files (keeps .bak backups); false shows the diff only
+        """
+        from triage_agent.commands.apply import ApplyResult, FileEdit, edit_plan
+        from triage_agent.commands.apply import write as write_edits
+
+        try:
+            target = conf.resolve(run)
+            facts = conf.facts(run)
+            proposals = [{"file": cv.file, "key": cv.key, "to": v}
+                         for cv, v in ((tools.resolve_key(facts.run, k), v) for k, v in list(changes.items())[:20])]
+            plan: ApplyResult = edit_plan(facts, proposals)
+            if write:
+                write_edits(plan, None, in_place=True)
+        except (Refused, TriageError, ValueError) as exc:
+            raise _error(str(exc)) from None
+        edits: list[FileEdit] = plan.edits
+        return json.dumps({"diff": "".join(e.diff() for e in edits)[:20000], "written": plan.written,
+                           "refused": [{"file": f, "key": k, "reason": r} for f, k, r in plan.refused],
+                           "run": str(target)})
+
+    return apply_adjustments
+
+
+_MARKERS = ("trainer_state.json", "logging.jsonl", "filter_stats", "eval_history", "triage.toml")
+
+
+def _run_folders(base: Path, depth: int = 3) -> list[tuple[Path, str]]:
+    """Folders that look like runs (their own trainer output), the outermost one of a nest, newest first."""
+    found: list[tuple[float, Path, str]] = []
+
+    def visit(folder: Path, level: int) -> None:
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError:
+            return
+        names = [e.name for e in entries]
+        marks = [n for n in names if n.startswith(_MARKERS) or n.endswith((".log", ".out")) or n.startswith(
+            "events.out.tfevents") or n in ("configs", "wandb") or n.startswith(("round", "selector_round"))]
+        if marks:
+            mtime = max((e.stat().st_mtime for e in entries if e.is_file()), default=0.0)
+            found.append((mtime, folder, ", ".join(marks[:4])))
+            return
+        if level < depth:
+            for e in entries:
+                if e.is_dir() and not e.name.startswith(".") and not e.is_symlink():
+                    visit(e, level + 1)
+        if len(found) > 10 * MAX_LISTED:
+            return
+
+    visit(base, 0)
+    return [(p, what) for _, p, what in sorted(found, key=lambda t: -t[0])]
+
+
+def serve_stdio(roots: list[Path], allow_write: bool) -> int:
+    import anyio
+
+    server = build_server(roots, allow_write)
+    anyio.run(server.run_stdio_async)
+    return 0
+
+
+def serve_http(roots: list[Path], allow_write: bool, address: str, allow_remote: bool, token: str | None,
+               say: Callable[[str], None]) -> int:
+    host, _, port_text = address.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise TriageError(f"--http takes HOST:PORT, not {address!r}") from None
+    if host not in LOOPBACK and not allow_remote:
+        raise TriageError(f"{host} is not a loopback address: pass --allow-remote to serve other machines")
+    token = token or os.environ.get("TRIAGE_MCP_TOKEN") or secrets.token_urlsafe(24)
+    if not os.environ.get("TRIAGE_MCP_TOKEN"):
+        say(f"bearer token: {token}  (set TRIAGE_MCP_TOKEN to choose it)")
+    app = bearer_app(build_server(roots, allow_write).streamable_http_app(host=host), token)
+    import uvicorn
+
+    say(f"serving MCP on http://{host}:{port}/mcp")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+    return 0
+
+
+def bearer_app(app: Any, token: str) -> Any:
+    """The ASGI app behind a bearer-token check: anything else gets 401 before reaching the MCP handler."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            auth = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not secrets.compare_digest(auth, expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b'{"error": "a bearer token is required"}'})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+WHERE = {"claude": ".mcp.json in the project (or: claude mcp add triage -- triage mcp --root DIR)",
+         "codex": "~/.codex/config.toml", "cursor": ".cursor/mcp.json in the project (or ~/.cursor/mcp.json)",
+         "vscode": ".vscode/mcp.json in the workspace"}
+
+
+def client_config(client: str, roots: list[Path]) -> tuple[str, str]:
+    """(where it goes, the snippet each IDE client expects) for a server started as `triage mcp --root ...`;
+    the snippet alone is valid JSON or TOML, ready to paste."""
+    args = ["mcp", *[a for r in roots for a in ("--root", str(r))]]
+    if client == "codex":
+        quoted = ", ".join(json.dumps(a) for a in args)
+        return WHERE[client], f'[mcp_servers.triage]\ncommand = "triage"\nargs = [{quoted}]\n'
+    entry = {"command": "triage", "args": args}
+    if client == "vscode":
+        return WHERE[client], json.dumps({"servers": {"triage": {"type": "stdio", **entry}}}, indent=2) + "\n"
+    return WHERE[client], json.dumps({"mcpServers": {"triage": entry}}, indent=2) + "\n"
