@@ -25,6 +25,7 @@ PLANTED = {
     "verl_kl_explosion": {"policy.kl_explosion"},
     "swift_zero_variance": {"reward.zero_variance_groups"},
     "trl_oom_crash": {"log.crash"},
+    "verl_length_growth": {"generation.length_explosion", "generation.truncated"},
 }
 
 

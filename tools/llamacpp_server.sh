@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build llama.cpp's OpenAI-compatible server (llama-cpp-python, from source, CPU only) in its own
-# virtualenv, start it on 127.0.0.1 with Gemma 3 270M, run the integration tests against it, and
-# stop it by its PID whatever happens.
+# virtualenv, start it on 127.0.0.1 with Gemma 3 270M, run the integration tests and `triage eval` against it,
+# and stop it by its PID whatever happens.
 #   bash tools/llamacpp_server.sh            (from the project root, with the project's venv active)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,4 +31,8 @@ up=$(date +%s)
 TRIAGE_IT_BASE_URL="http://127.0.0.1:$PORT/v1" TRIAGE_IT_MODEL=gemma3 \
   python -m pytest -q -m integration tests/test_integration_llamacpp.py
 done_=$(date +%s)
-echo "llama.cpp integration: build/install $((built - start)) s, server start $((up - built)) s, tests $((done_ - up)) s"
+# the eval harness end to end against the real server (the score of a 270M model is low; the harness is the point)
+triage eval --base-url "http://127.0.0.1:$PORT/v1" --models gemma3 --runs "${LLAMACPP_EVAL_RUNS:-3}" --no-save --width 160
+evaluated=$(date +%s)
+echo "llama.cpp integration: build/install $((built - start)) s, server start $((up - built)) s, tests $((done_ - up)) s," \
+  "eval $((evaluated - done_)) s"

@@ -25,6 +25,7 @@ EXAMPLES = {
     "doctor": "example: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 triage doctor --model qwen2.5-7b",
     "apply": "example: triage report RUN --json > r.json && triage apply r.json --write fixed/",
     "chat": "example: triage chat sample_runs/boundary_collapse --resume",
+    "eval": "example: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 triage eval --models qwen2.5-7b,llama-3.1-8b --json",
     "mcp": """example: triage mcp --root ~/runs   (stdio, for an IDE agent)
          triage mcp --print-config claude   (.mcp.json for Claude Code; also codex, cursor, vscode)
          triage mcp --http 127.0.0.1:8765   (Streamable HTTP with a bearer token, TRIAGE_MCP_TOKEN)""",
@@ -117,6 +118,18 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--print-config", choices=("claude", "codex", "cursor", "vscode"), metavar="CLIENT",
                     help="print the registration snippet for claude, codex, cursor or vscode, and exit")
     sp.set_defaults(func=_cmd_mcp)
+    sp = command("eval", "score models on runs with planted faults before trusting one",
+                 "Run `triage report` with each model over a suite of runs with known, planted faults (the sample "
+                 "runs, or --suite DIR of your own runs with expected.json) and score the diagnosis: recall and "
+                 "precision of the cited finding ids, changes that pass the checks and reach their target, repair "
+                 "turns, fallbacks, requests, tokens and time.")
+    sp.add_argument("--models", help="comma-separated model names (default: the configured model)")
+    sp.add_argument("--suite", metavar="DIR", help="a folder of runs, each with expected.json listing its finding ids")
+    sp.add_argument("--runs", type=int, metavar="N", help="only the first N runs of the suite")
+    sp.add_argument("--json", action="store_true", help="print the scores and every per-run result as JSON")
+    sp.add_argument("--html", metavar="FILE", help="also write an HTML page with one row per model")
+    _endpoint_flags(sp)
+    sp.set_defaults(func=_cmd_eval)
     return p
 
 
@@ -325,6 +338,34 @@ def _cmd_apply(args: argparse.Namespace, out: Console, err: Console) -> int:
         return 0
     for e in res.edits:
         out.file.write(_neutralise(e.diff()))
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import os
+    from pathlib import Path
+
+    from triage_agent.commands.eval import evaluate
+    from triage_agent.llm.settings import resolve
+    from triage_agent.render import evaluation
+
+    settings = resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
+    models = [m.strip() for m in (args.models or settings.model or "").split(",") if m.strip()]
+    if not models:
+        raise TriageError("name the models to score: --models a,b (or set TRIAGE_MODEL)")
+    if args.runs is not None and args.runs < 1:
+        raise TriageError("--runs takes a number of runs >= 1")
+    result = evaluate(models, settings, dict(os.environ), Path(args.suite) if args.suite else None, args.runs,
+                      save=not args.no_save, progress=_progress(err))
+    if args.html:
+        try:
+            Path(args.html).write_text(evaluation.html(result), encoding="utf-8")
+        except OSError as exc:
+            raise TriageError(f"{args.html}: cannot write the HTML page ({exc.strerror})") from None
+    if args.json:
+        _write_json(out, result.document())
+    else:
+        evaluation.render(result, out)
     return 0
 
 

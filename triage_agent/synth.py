@@ -99,6 +99,16 @@ def zero_variance(n: int = 200, seed: int = 3) -> Series:
     return s
 
 
+def length_growth(n: int = 160, seed: int = 5) -> Series:
+    """Completions that grow toward the cap: length 1,000 -> 4,700 tokens, a third of them clipped at the end."""
+    s = healthy(n, seed)
+    t = np.linspace(0, 1, n)
+    rng = np.random.default_rng(seed + 100)
+    s.values["length"] = 1000 + 3700 * t ** 1.5 + rng.normal(0, 60, n)
+    s.values["clipped_share"] = np.clip(0.001 + 0.45 * t ** 3 + rng.normal(0, 0.01, n), 0, 1)
+    return s
+
+
 def truncate(s: Series, last: int) -> Series:
     """The run up to step `last` (a crash), with its plan unchanged."""
     k = int(np.searchsorted(s.steps, last, side="right"))

@@ -31,6 +31,7 @@ class AgentResult:
     final: str | None
     answer: dict[str, Any] | None = None
     problem: str | None = None  # why the answer could not be used, when it could not
+    repaired: bool = False  # the answer needed the repair turn
     events: list[ToolEvent] = field(default_factory=list)
 
 
@@ -121,7 +122,7 @@ def run_agent(offline: Report, client: LLMClient, task: str, question: str | Non
         if repaired:
             result.problem = f"the model's answer was not valid after one repair ({problem})"
             return result
-        repaired = True
+        repaired = result.repaired = True
         response_format = answer.ANSWER_SCHEMA
         messages.append({"role": "user", "content": prompts.render("repair.md", problem=str(problem))})
     result.problem = f"no final answer within the turn limit ({MAX_TURNS} requests)"

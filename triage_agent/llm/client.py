@@ -131,16 +131,19 @@ OPTIONAL = [
     ("stream", "streaming", ("stream",)),
     ("tools", "tools", ("tool", "function")),
     ("max_tokens", "max_tokens", ("max_tokens",)),
+    ("temperature", "temperature", ("temperature",)),
 ]
 
 
 def build_request(model: str | None, max_tokens: int, capabilities: dict[str, bool], messages: list[dict[str, Any]],
                   tools: list[dict[str, Any]] | None = None, response_format: dict[str, Any] | None = None,
-                  stream: bool = False) -> dict[str, Any]:
+                  stream: bool = False, temperature: float | None = None) -> dict[str, Any]:
     """The request body, with the optional features this endpoint is known to reject left out (pure)."""
     body: dict[str, Any] = {"model": model, "messages": messages,
                             # a small model in JSON mode can otherwise write until its context is full
                             "max_tokens": max_tokens}
+    if temperature is not None:
+        body["temperature"] = temperature
     if tools:
         body["tools"] = tools
         body["tool_choice"] = "auto"
@@ -275,7 +278,7 @@ class LLMClient:
              on_text: Callable[[str], None] | None = None, max_tokens: int | None = None) -> ChatResult:
         """One chat request; rejected optional features are dropped, remembered, and the request resent."""
         body = build_request(self.settings.model, max_tokens or self.settings.max_tokens, self.capabilities, messages,
-                             tools, response_format, stream)
+                             tools, response_format, stream, self.settings.temperature)
         started = time.perf_counter()
         result = self._send_with_fallbacks(body, on_text)
         if "tools" in body:

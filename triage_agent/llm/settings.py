@@ -49,6 +49,7 @@ class Settings:
     connect_timeout: float = 5.0  # a server that is down fails within this
     command_deadline: float = 900.0  # all model requests of one command
     missing_key_env: str | None = None  # a profile's api_key_env that is not set
+    temperature: float | None = None  # sent when set (triage eval asks for 0 where the endpoint allows it)
     profile: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
     capabilities: dict[str, bool] = field(default_factory=dict)

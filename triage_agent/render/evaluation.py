@@ -1,0 +1,57 @@
+"""`triage eval` as a terminal table (ranked by score) and as an HTML page (one row per model)."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from rich.console import Console
+
+from triage_agent.commands.eval import WEIGHTS, EvalResult
+from triage_agent.render.text import LiteralTable, literal
+
+COLUMNS = ("model", "score", "recall", "precision", "changes ok", "fell back", "repaired", "rejected", "requests",
+           "tokens in/out", "s/report", "runs")
+
+
+def _rows(result: EvalResult) -> list[list[str]]:
+    rows = []
+    for m in result.ranked():
+        s = m.summary()
+        rows.append([s["model"], f"{s['score']:.2f}", f"{s['recall']:.2f} ({sum(r.correct for r in m.runs)}/{s['planted']})",
+                     f"{s['precision']:.2f} ({sum(r.correct for r in m.runs)}/{s['cited']})",
+                     f"{s['changes_pass_and_meet']:.2f} (of {s['proposed']})",
+                     f"{s['fallback_share']:.0%}", f"{s['repair_share']:.0%}", str(s["rejected"]), str(s["requests"]),
+                     f"{s['prompt_tokens']:,}/{s['completion_tokens']:,}", f"{s['seconds_per_report']:.1f}",
+                     str(s["runs"])])
+    return rows
+
+
+def formula() -> str:
+    return (f"score = {WEIGHTS['recall']} x recall + {WEIGHTS['precision']} x precision + {WEIGHTS['changes']} x "
+            f"changes that pass the checks and reach their target + {WEIGHTS['no_fallback']} x (1 - fell back)")
+
+
+def render(result: EvalResult, console: Console) -> None:
+    t = LiteralTable(title=f"triage eval on {result.suite}", expand=False)
+    for col in COLUMNS:
+        t.add_column(col)
+    for row in _rows(result):
+        t.add_row(*row)
+    console.print(t)
+    console.print(literal(formula() + ". Recall and precision count the finding ids the model's causes cite, "
+                          "over all runs (correct/total in brackets); each figure rests on the runs column.", "dim"))
+
+
+def html(result: EvalResult) -> str:
+    head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
+    body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in _rows(result))
+    style = "body{font:14px system-ui,sans-serif;margin:24px}td,th{border:1px solid #ddd;padding:4px 8px}" \
+            "table{border-collapse:collapse}"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>triage eval</title><style>{style}</style>"
+            f"</head><body><h1>triage eval: {escape(result.suite)}</h1><table><tr>{head}</tr>{body}</table>"
+            f"<p>{escape(formula())}</p></body></html>")
+
+
+def per_run(result: EvalResult) -> list[dict[str, Any]]:
+    return [{"model": m.model, **vars(r)} for m in result.ranked() for r in m.runs]
