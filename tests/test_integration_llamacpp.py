@@ -24,7 +24,9 @@ pytestmark = [pytest.mark.integration,
 
 def triage(tmp_path, *args, stdin=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TRIAGE_"))}
-    env |= {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    # seeded: the tiny model samples, and its choice to call a tool or not must be the same on every CI run
+    env |= {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "TRIAGE_SEED": "1"}
     return subprocess.run([sys.executable, "-m", "triage_agent", *args, "--base-url", BASE, "--model", MODEL],
                           capture_output=True, text=True, env=env, input=stdin, timeout=900, check=False)
 
@@ -63,8 +65,28 @@ def test_report_completes_with_checked_adjustments(tmp_path):
         for ev in transcript["tool_events"]:
             assert ev["name"] and ev["output_chars"] > 0
         tool_events += len(transcript["tool_events"])
-    # over both runs the model called tools and triage parsed and ran them (the model decides per run)
-    assert tool_events > 0
+    # whether the sampling 270M model calls a tool here varies from run to run (seeds do not pin it through
+    # llama-cpp-python's prompt cache); the parsing of a real tool call is checked, forced, in the next test
+    print(f"tool calls made by the model over both reports: {tool_events}")
+
+
+def test_a_real_servers_tool_call_is_parsed_and_run():
+    """A tool call the real server sends (forced with tool_choice) is parsed and run by triage's tools."""
+    from triage_agent.agent import loop, tools
+    from triage_agent.llm.client import LLMClient
+    from triage_agent.llm.settings import Settings
+    from triage_agent.report import offline_report
+    from triage_agent.runs.load import load_run
+
+    base = offline_report(load_run(SAMPLES / "boundary_collapse"))
+    client = LLMClient(Settings(base_url=BASE, model=MODEL, timeout=300))
+    messages = [{"role": "system", "content": loop.prompts.render("system.md")},
+                {"role": "user", "content": "Call run_overview for this run."}]
+    reply = client.chat(messages, tools=tools.schemas(), max_tokens=256,
+                        tool_choice={"type": "function", "function": {"name": "run_overview"}})
+    assert [c.name for c in reply.tool_calls] == ["run_overview"]
+    got = tools.call(base.facts, reply.tool_calls[0].name, reply.tool_calls[0].arguments)
+    assert got.error is None and got.output["kind"] == "selector-generator"
 
 
 def test_ask_completes(tmp_path):

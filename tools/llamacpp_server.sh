@@ -32,7 +32,10 @@ TRIAGE_IT_BASE_URL="http://127.0.0.1:$PORT/v1" TRIAGE_IT_MODEL=gemma3 \
   python -m pytest -q -m integration tests/test_integration_llamacpp.py
 done_=$(date +%s)
 # the eval harness end to end against the real server (the score of a 270M model is low; the harness is the point)
-triage eval --base-url "http://127.0.0.1:$PORT/v1" --models gemma3 --runs "${LLAMACPP_EVAL_RUNS:-3}" --no-save --width 160
+# bounded for CI: a 270M model at temperature 0 can write to its token limit, so each request gets 90 s and each
+# report 180 s; a run that hits them is scored as fallen back, and the table still prints
+TRIAGE_TIMEOUT=90 TRIAGE_DEADLINE=180 triage eval --base-url "http://127.0.0.1:$PORT/v1" --models gemma3 \
+  --runs "${LLAMACPP_EVAL_RUNS:-2}" --no-save --width 160
 evaluated=$(date +%s)
 echo "llama.cpp integration: build/install $((built - start)) s, server start $((up - built)) s, tests $((done_ - up)) s," \
   "eval $((evaluated - done_)) s"

@@ -437,18 +437,20 @@ def verl_length_growth(run: Path) -> None:
 
 
 # The finding ids (medium or high) each sample run plants, as its README says.
-PLANTED: dict[str, set[str]] = {
-    "healthy": set(), "calibration_healthy": set(), "trl_healthy": set(),
+PLANTED: dict[str, set[str]] = {  # a planted run and a healthy one first: `triage eval --runs 2` tries both
+    "few_rollouts": {"rollouts.too_few"},
+    "healthy": set(),
+    "trl_oom_crash": {"log.crash"},
     "boundary_collapse": {"filter.boundary_starved", "reward.boundary_suppressed", "reward.boundary_oscillating",
                           "generator.accuracy_off_target"},
-    "frozen_generator": {"rounds.generator_frozen", "rounds.selector_stale"},
-    "few_rollouts": {"rollouts.too_few"},
+    "trl_healthy": set(),
+    "verl_kl_explosion": {"policy.kl_explosion"},
     "reward_hacking": {"hacking.proxy_gold_divergence", "hacking.high_score_failures", "calibration.miscalibrated",
                        "calibration.too_frequent"},
     "trl_entropy_collapse": {"policy.entropy_collapse"},
-    "verl_kl_explosion": {"policy.kl_explosion"},
+    "calibration_healthy": set(),
+    "frozen_generator": {"rounds.generator_frozen", "rounds.selector_stale"},
     "swift_zero_variance": {"reward.zero_variance_groups"},
-    "trl_oom_crash": {"log.crash"},
     "verl_length_growth": {"generation.length_explosion", "generation.truncated"},
 }
 

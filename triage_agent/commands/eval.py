@@ -22,6 +22,7 @@ from triage_agent import safejson
 from triage_agent.agent import answer, loop, transcript
 from triage_agent.commands.report import can_save, make_client
 from triage_agent.errors import TriageError
+from triage_agent.llm.errors import EndpointError
 from triage_agent.llm.settings import Settings, state_dir
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
@@ -144,7 +145,11 @@ def score_run(name: str, path: Path, planted: list[str], settings: Settings, env
     base = offline_report(load_run(path))
     client = make_client(replace(settings, sources=dict(settings.sources)), env)
     started = time.perf_counter()
-    result = loop.run_agent(base, client, "report")
+    try:
+        result = loop.run_agent(base, client, "report")
+    except EndpointError as exc:  # a timeout or a malformed answer: this run fell back, the others go on
+        return RunScore(name, planted, fallback=True, problem=str(exc), requests=client.usage.requests,
+                        seconds=round(time.perf_counter() - started, 2))
     out = RunScore(name, planted, seconds=round(time.perf_counter() - started, 2), repaired=result.repaired,
                    problem=result.problem)
     u = client.usage
@@ -177,7 +182,8 @@ def evaluate(models: list[str], settings: Settings, env: dict[str, str], suite_d
         runs = folder_suite(suite_dir, limit) if suite_dir else builtin_suite(Path(tmp), limit)
         scores = []
         for model in models:
-            per_model = replace(settings, model=model, temperature=0.0, sources=dict(settings.sources))
+            per_model = replace(settings, model=model, temperature=0.0, seed=0 if settings.seed is None else settings.seed,
+                                sources=dict(settings.sources))
             ms = ModelScore(model)
             for i, (name, path, planted) in enumerate(runs):
                 if progress:

@@ -202,7 +202,24 @@ def _apply_tool(conf: Confinement) -> Callable[..., str]:
     return apply_adjustments
 
 
-_MARKERS = ("trainer_state.json", "logging.jsonl", "filter_stats", "eval_history", "triage.toml")
+_RUN_DIRS = ("configs", "wandb", "logs", ".hydra", "output", "data")
+
+
+def _marks(folder: Path, entries: list[Path]) -> list[str]:
+    """What in `folder` is a run's own output: files discovery recognises, or the folders runs keep them in."""
+    from triage_agent.runs.discover import classify
+
+    marks = []
+    for e in entries[:500]:
+        try:
+            if e.is_file() and classify(e, e.name) not in (None, "manifest"):
+                marks.append(e.name)
+            elif e.is_dir() and (e.name in _RUN_DIRS or e.name.startswith(("round", "selector_round",
+                                                                          "generator_round", "checkpoint-"))):
+                marks.append(e.name + "/")
+        except OSError:
+            continue
+    return marks
 
 
 def _run_folders(base: Path, depth: int = 3) -> list[tuple[Path, str]]:
@@ -210,13 +227,13 @@ def _run_folders(base: Path, depth: int = 3) -> list[tuple[Path, str]]:
     found: list[tuple[float, Path, str]] = []
 
     def visit(folder: Path, level: int) -> None:
+        if len(found) > 10 * MAX_LISTED:
+            return
         try:
             entries = sorted(folder.iterdir())
         except OSError:
             return
-        names = [e.name for e in entries]
-        marks = [n for n in names if n.startswith(_MARKERS) or n.endswith((".log", ".out")) or n.startswith(
-            "events.out.tfevents") or n in ("configs", "wandb") or n.startswith(("round", "selector_round"))]
+        marks = _marks(folder, entries)
         if marks:
             mtime = max((e.stat().st_mtime for e in entries if e.is_file()), default=0.0)
             found.append((mtime, folder, ", ".join(marks[:4])))
@@ -225,8 +242,6 @@ def _run_folders(base: Path, depth: int = 3) -> list[tuple[Path, str]]:
             for e in entries:
                 if e.is_dir() and not e.name.startswith(".") and not e.is_symlink():
                     visit(e, level + 1)
-        if len(found) > 10 * MAX_LISTED:
-            return
 
     visit(base, 0)
     return [(p, what) for _, p, what in sorted(found, key=lambda t: -t[0])]

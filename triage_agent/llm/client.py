@@ -7,6 +7,7 @@ Quirks are detected at run time and remembered in `capabilities` for the session
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
@@ -132,21 +133,25 @@ OPTIONAL = [
     ("tools", "tools", ("tool", "function")),
     ("max_tokens", "max_tokens", ("max_tokens",)),
     ("temperature", "temperature", ("temperature",)),
+    ("seed", "seed", ("seed",)),
 ]
 
 
 def build_request(model: str | None, max_tokens: int, capabilities: dict[str, bool], messages: list[dict[str, Any]],
                   tools: list[dict[str, Any]] | None = None, response_format: dict[str, Any] | None = None,
-                  stream: bool = False, temperature: float | None = None) -> dict[str, Any]:
+                  stream: bool = False, temperature: float | None = None, seed: int | None = None,
+                  tool_choice: str | dict[str, Any] = "auto") -> dict[str, Any]:
     """The request body, with the optional features this endpoint is known to reject left out (pure)."""
     body: dict[str, Any] = {"model": model, "messages": messages,
                             # a small model in JSON mode can otherwise write until its context is full
                             "max_tokens": max_tokens}
     if temperature is not None:
         body["temperature"] = temperature
+    if seed is not None:
+        body["seed"] = seed
     if tools:
         body["tools"] = tools
-        body["tool_choice"] = "auto"
+        body["tool_choice"] = tool_choice
     if response_format:
         body["response_format"] = response_format
         if capabilities.get("json_schema") is False and capabilities.get("json_object"):
@@ -179,11 +184,20 @@ class LLMClient:
     def __post_init__(self) -> None:
         self.capabilities = dict(self.settings.capabilities) | self.capabilities
         self.deadline_at = time.monotonic() + self.settings.command_deadline
-        self.abandoned = threading.Event()
+        self.given_up = 0  # requests given up on at their deadline; their late text is dropped
+        self.sdk = self._sdk()
+
+    def _sdk(self) -> OpenAI:
         # the SDK's own HTTP library's Timeout (openai.Timeout), so the connect timeout reaches the socket
         timeout = openai.Timeout(self.settings.timeout, connect=self.settings.connect_timeout)
-        self.sdk = OpenAI(base_url=self.settings.base_url, api_key=self.settings.api_key or "not-needed",
-                          max_retries=0, timeout=timeout)
+        return OpenAI(base_url=self.settings.base_url, api_key=self.settings.api_key or "not-needed",
+                      max_retries=0, timeout=timeout)
+
+    def _reconnect(self) -> None:
+        """Drop the connections of a request given up on, and start the next request on fresh ones."""
+        old, self.sdk = self.sdk, self._sdk()
+        with contextlib.suppress(Exception):
+            old.close()
 
     # -- errors -------------------------------------------------------------------------------
     def _fail(self, exc: openai.OpenAIError) -> EndpointError:
@@ -260,7 +274,8 @@ class LLMClient:
 
         threading.Thread(target=work, daemon=True, name="triage-request").start()
         if not done.wait(seconds):
-            self.abandoned.set()  # the worker may still deliver text: it is dropped from now on
+            self.given_up += 1  # the worker may still deliver text: it is dropped from now on
+            self._reconnect()  # closing the connection tells the server to stop generating for us
             raise EndpointError("timeout", f"the endpoint {self.settings.base_url} timed out after {seconds:g} s")
         if "error" in box:
             raise box["error"]
@@ -275,10 +290,12 @@ class LLMClient:
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
              response_format: dict[str, Any] | None = None, stream: bool = False,
-             on_text: Callable[[str], None] | None = None, max_tokens: int | None = None) -> ChatResult:
+             on_text: Callable[[str], None] | None = None, max_tokens: int | None = None,
+             tool_choice: str | dict[str, Any] = "auto") -> ChatResult:
         """One chat request; rejected optional features are dropped, remembered, and the request resent."""
         body = build_request(self.settings.model, max_tokens or self.settings.max_tokens, self.capabilities, messages,
-                             tools, response_format, stream, self.settings.temperature)
+                             tools, response_format, stream, self.settings.temperature, self.settings.seed,
+                             tool_choice)
         started = time.perf_counter()
         result = self._send_with_fallbacks(body, on_text)
         if "tools" in body:
@@ -296,9 +313,10 @@ class LLMClient:
         """Send; on a rejection that names an optional feature, drop it and send again."""
         while True:
             emitted = [False]
+            attempt = self.given_up
 
-            def text(chunk: str, emitted: list[bool] = emitted) -> None:
-                if on_text is not None and not self.abandoned.is_set():
+            def text(chunk: str, emitted: list[bool] = emitted, attempt: int = attempt) -> None:
+                if on_text is not None and self.given_up == attempt:
                     emitted[0] = True
                     on_text(chunk)
 
@@ -424,7 +442,7 @@ class LLMClient:
                 args = getattr(fn, "arguments", None)
                 if args:
                     slot["args"] += args if isinstance(args, str) else json.dumps(args)
-        if events and not finished and not self.abandoned.is_set():
+        if events and not finished:
             raise EndpointError("cut", f"the stream from {self.settings.base_url} ended before the answer finished "
                                 "(no finish_reason); what arrived is unfinished")
         tool_calls = [ToolCall(v["id"] or f"call_{k}", v["name"], v["args"] or "{}") for k, v in sorted(calls.items())]

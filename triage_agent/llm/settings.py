@@ -50,6 +50,7 @@ class Settings:
     command_deadline: float = 900.0  # all model requests of one command
     missing_key_env: str | None = None  # a profile's api_key_env that is not set
     temperature: float | None = None  # sent when set (triage eval asks for 0 where the endpoint allows it)
+    seed: int | None = None  # sent when set ($TRIAGE_SEED; triage eval uses 0): reproducible sampling where supported
     profile: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
     capabilities: dict[str, bool] = field(default_factory=dict)
@@ -139,6 +140,12 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
         if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
             raise TriageError(f"profile {name}: max_tokens must be a whole number from 1 to 1,000,000")
         s.max_tokens = tokens
+    seed = env.get("TRIAGE_SEED") or prof.get("seed")
+    if seed is not None:
+        try:
+            s.seed = int(seed)
+        except (TypeError, ValueError):
+            raise TriageError(f"TRIAGE_SEED must be a whole number, not {str(seed)[:20]!r}") from None
     caps = prof.get("capabilities", {})
     s.capabilities = {str(k): bool(v) for k, v in caps.items()} if isinstance(caps, dict) else {}
     return s
