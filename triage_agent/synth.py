@@ -73,10 +73,13 @@ def healthy(n: int = 200, seed: int = 0) -> Series:
     }, {"accuracy_reward": acc, "format_reward": fmt}, planned=n)
 
 
+def _variant(n: int, seed: int) -> tuple[Series, np.ndarray, np.random.Generator]:
+    """A healthy run to plant one fault in: the series, training progress 0..1, and the fault's own noise."""
+    return healthy(n, seed), np.linspace(0, 1, n), np.random.default_rng(seed + 100)
+
+
 def entropy_collapse(n: int = 200, seed: int = 1) -> Series:
-    s = healthy(n, seed)
-    t = np.linspace(0, 1, n)
-    rng = np.random.default_rng(seed + 100)
+    s, t, rng = _variant(n, seed)
     s.values["entropy"] = 0.9 * np.exp(-5 * t) + 0.01 + np.abs(rng.normal(0, 0.003, n))
     # groups tie more and more often as the policy stops exploring
     s.values["zero_std_share"] = np.clip(0.1 + 0.35 * t + rng.normal(0, 0.02, n), 0, 1)
@@ -84,26 +87,20 @@ def entropy_collapse(n: int = 200, seed: int = 1) -> Series:
 
 
 def kl_explosion(n: int = 200, seed: int = 2) -> Series:
-    s = healthy(n, seed)
-    t = np.linspace(0, 1, n)
-    rng = np.random.default_rng(seed + 100)
+    s, t, rng = _variant(n, seed)
     s.values["kl"] = np.where(t < 0.6, 0.002 + 0.01 * t, 0.008 + 8.0 * (t - 0.6) ** 2) + np.abs(rng.normal(0, 0.002, n))
     return s
 
 
 def zero_variance(n: int = 200, seed: int = 3) -> Series:
-    s = healthy(n, seed)
-    t = np.linspace(0, 1, n)
-    rng = np.random.default_rng(seed + 100)
+    s, t, rng = _variant(n, seed)
     s.values["zero_std_share"] = np.clip(0.3 + 0.6 * t + rng.normal(0, 0.03, n), 0, 1)
     return s
 
 
 def length_growth(n: int = 160, seed: int = 5) -> Series:
     """Completions that grow toward the cap: length 1,000 -> 4,700 tokens, a third of them clipped at the end."""
-    s = healthy(n, seed)
-    t = np.linspace(0, 1, n)
-    rng = np.random.default_rng(seed + 100)
+    s, t, rng = _variant(n, seed)
     s.values["length"] = 1000 + 3700 * t ** 1.5 + rng.normal(0, 60, n)
     s.values["clipped_share"] = np.clip(0.001 + 0.45 * t ** 3 + rng.normal(0, 0.01, n), 0, 1)
     return s
