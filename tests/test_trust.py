@@ -202,3 +202,13 @@ def test_spinner_only_on_a_terminal():
     with _spinner(Console(file=buf, force_terminal=True), "waiting for the model"):
         pass
     assert "waiting for the model" in buf.getvalue()
+
+
+def test_html_report_reads_like_the_terminal():
+    from triage_agent.commands.inspect import inspect
+    from triage_agent.render import html
+
+    page = html.render(inspect(SAMPLES / "reward_hacking"))
+    table = page[page.index("Suggested changes"):]
+    assert "<td>yes</td>" in table and "<td>True</td>" not in table and "{&quot;interval" not in table
+    assert "interval 2000" in table and "<td>rules</td>" in table

@@ -8,6 +8,7 @@ from typing import Any
 
 from triage_agent.analysis import rewards
 from triage_agent.render import plots
+from triage_agent.render.terminal import fmt_value, predicted_text
 from triage_agent.report import Report
 
 CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-width:1120px}
@@ -109,10 +110,16 @@ def render(report: Report) -> str:
                                                   [[d.cause, ", ".join(d.findings), f"{d.confidence:.2f}"]
                                                    for d in report.diagnosis]))
     if report.adjustments:
-        parts.append("<h2>Suggested changes (re-computed on this run)</h2>" + _table(
-            ["file", "key", "from", "to", "predicted", "meets target", "rationale"],
-            [[a.file, a.key, a.from_, a.to, json.dumps(a.predicted, default=str), a.meets_target, a.rationale]
-             for a in report.adjustments]))
+        met = {True: "yes", False: "no", None: "not checked"}
+        for title, rows in (("Suggested changes (re-computed on this run)",
+                             [a for a in report.adjustments if a.meets_target is not False]),
+                            ("Changes that do not reach their target (apply skips them)",
+                             [a for a in report.adjustments if a.meets_target is False])):
+            if rows:
+                parts.append(f"<h2>{title}</h2>" + _table(
+                    ["from", "file", "key", "before", "after", "predicted", "meets target", "rationale"],
+                    [[a.source, a.file, a.key, fmt_value(a.from_), fmt_value(a.to), predicted_text(a.predicted),
+                      met[a.meets_target], a.rationale] for a in rows]))
     if report.rejected:
         parts.append("<h2>Rejected suggestions</h2>" + _table(["file", "key", "to", "reason"],
                                                              [[x.file, x.key, x.to, x.reason] for x in report.rejected]))
