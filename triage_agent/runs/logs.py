@@ -50,6 +50,9 @@ _FATAL = [
 ]
 _FATAL_HINTS = (b"memory", b"NCCL", b"Watchdog", b"Segmentation", b"core dumped", b"SIGSEGV", b"Killed", b"SIG",
                 b"nan", b"NaN", b"inf", b"Ray", b"Actor", b"Errno 28", b"No space", b"Engine")
+# one search per line: a line without any of these is not read further (most of a log is rollout text)
+_INTERESTING = re.compile(b"|".join(re.escape(h) for h in (
+    b"step:", b"Traceback", b"%|", b"Error", b"{'", b'{"', b"Total training steps", *_FATAL_HINTS)))
 _EXC_SKIP = ("During handling", "The above exception", "Traceback")
 # crash kinds (spec: trainer-findings.md, log.crash), tried in order on "exception: message"
 KINDS: list[tuple[str, re.Pattern[str]]] = [
@@ -83,6 +86,7 @@ _TRAINERS: list[tuple[str, re.Pattern[str]]] = [
 ]
 _EVIDENCE = re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*|Total training steps|Num examples|"
                        r"global_step|max_steps|learning_rate|grad_norm|GRPO|PPO|policy_loss|trainer|Trainer")
+DETECT_LINES = 5000  # lines at the head of a log where the trainer's name and banners are looked for
 MAX_METRIC_ROWS = 200_000  # bounded memory: beyond this, every other row is dropped (downsampling)
 MAX_EVAL_ROWS = 10_000
 MAX_LINE = 1 << 20  # longer lines are not parsed for metrics (a rollout dump, a base64 image)
@@ -223,6 +227,7 @@ class _Scanner:
         scan.last_step = int(row["step"])
         scan.last_step_line = lineno
         self.progressed()
+        scan.evidence = scan.evidence or "trainer metric lines"
         if scan.metric_steps % self.stride == 0:
             scan.metric_rows.append(row)
         if len(scan.metric_rows) >= MAX_METRIC_ROWS:
@@ -270,15 +275,15 @@ class _Scanner:
         scan = self.scan
         if not scan.started and raw.strip():
             scan.started = True
-        interesting = (b"step:" in raw or b"Traceback" in raw or b"%|" in raw or self.tb is not None
-                       or b"Error" in raw or b"{'" in raw or b'{"' in raw or b"Total training steps" in raw
-                       or any(h in raw for h in _FATAL_HINTS)
-                       or (scan.evidence is None and len(raw) < 4096))
+        # the trainer's name and training evidence are looked for in the head of the log only: bounded work
+        detecting = lineno <= DETECT_LINES and (scan.evidence is None or scan.trainer is None)
+        interesting = detecting or self.tb is not None or _INTERESTING.search(raw) is not None
         if not interesting:
             return
-        text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-        if scan.evidence is None or scan.trainer is None:
-            self.detect(text)
+        decoded = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        text = clean(decoded)
+        if detecting and len(decoded) < 4096:
+            self.detect(decoded)
         if self.tb is not None:
             if _continues(self.tb, text, lineno):
                 return
