@@ -320,7 +320,8 @@ def resolve_key(run: Run, spec: str) -> ConfigValue:
     that lists the candidates as file:key."""
     file, sep, key = spec.partition(":")
     if sep:
-        found = [c for c in run.config_values if c.file == file and key in (c.key, c.alias)]
+        entry = suggest.find_value(run, file, key)
+        found = [entry] if entry is not None else []
     else:
         found = [c for c in run.config_values if spec in (c.key, c.name)] or \
             [c for c in run.config_values if c.leaf == spec and not isinstance(c.value, dict)]

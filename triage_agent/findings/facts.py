@@ -45,6 +45,7 @@ class Facts:
     unknown_rules: list[str] = field(default_factory=list)
     _config: dict[str, ConfigValue | None] = field(default_factory=dict, repr=False)
     _series: dict[str, Series | None] = field(default_factory=dict, repr=False)
+    _summaries: dict[str, SeriesSummary | None] = field(default_factory=dict, repr=False)
 
     # -- config values ------------------------------------------------------------------------
     def config(self, leaf: str) -> ConfigValue | None:
@@ -178,10 +179,12 @@ class Facts:
         return head_tail(s.values, self.rules["head_tail_fraction"], int(self.rules["head_tail_min_points"]))
 
     def summary(self, name: str) -> SeriesSummary | None:
-        s = self.series(name)
-        if s is None:
-            return None
-        return summarize(s, self.rules["head_tail_fraction"], int(self.rules["head_tail_min_points"]))
+        """What the views and tools show of a series, computed once per series."""
+        if name not in self._summaries:
+            s = self.series(name)
+            self._summaries[name] = None if s is None else summarize(
+                s, self.rules["head_tail_fraction"], int(self.rules["head_tail_min_points"]))
+        return self._summaries[name]
 
     def trainer_columns(self) -> list[str]:
         """Canonical series first (in the alias table's order), then components, then everything else."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from triage_agent.analysis.stats import rnd, tail
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
@@ -15,14 +13,11 @@ FAMILY = "any"
 
 
 def _tail_mean(facts: Facts, column: str, fraction: float) -> tuple[float, int] | None:
-    m = facts.run.metrics
-    if m is None or column not in m.frame.columns:
+    """The mean of the last `fraction` of a canonical series' finite values, and how many there were."""
+    s = facts.series(column)  # resolved once per run, shared with the trainer rules and the views
+    if s is None:
         return None
-    values = m.frame[column].to_numpy(dtype=float)
-    values = values[np.isfinite(values)]
-    if not len(values):
-        return None
-    t = tail(values, fraction)
+    t = tail(s.values, fraction)
     return float(t.mean()), len(t)
 
 
