@@ -1,13 +1,52 @@
-"""`triage inspect RUN`: the deterministic report; never calls a model."""
+"""`triage inspect RUN`: the deterministic report; never calls a model.
+
+RUN may be one run, a folder of several (a sweep: one row per run), or a remote URL of either.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from triage_agent.commands.sweep import SweepResult, inspect_sweep
+from triage_agent.errors import TriageError
 from triage_agent.report import Report, offline_report
+from triage_agent.runs import remote
 from triage_agent.runs.load import Progress, load_run
+from triage_agent.runs.sweep import split_runs
 
 
-def inspect(path: str | Path, progress: Progress | None = None, now: float | None = None) -> Report:
-    """The offline report; `now` (default: the clock) is what file ages are measured against."""
-    return offline_report(load_run(path, progress, now))
+def inspect(path: str | Path, progress: Progress | None = None, now: float | None = None, *,
+            run: str | None = None, jobs: int | None = None, executor: str = "local",
+            ray_address: str | None = None, keep_reports: bool = False) -> Report | SweepResult:
+    """The offline report of one run, or of every run in a sweep folder (`run` picks one of them).
+    `now` (default: the clock) is what file ages are measured against."""
+    location = str(path)
+    display: str | None = None
+    notes: list[str] = []
+    if remote.is_remote(location):
+        m = remote.mirror(location, progress)
+        root, display = m.path, m.url
+        notes = [*m.notes, f"fetched {m.fetched} file(s) ({m.fetched_bytes / 1e6:.1f} MB) from {m.url}, "
+                 f"{m.cached} from the cache"]
+    else:
+        root = Path(path)
+        if not root.is_dir():
+            return offline_report(load_run(root, progress, now))  # the loader says what is wrong with it
+    split = split_runs(root)
+    if run is not None:
+        picked = split.pick(run)
+        if picked is None:
+            names = ", ".join(r.name for r in split.runs[:12])
+            raise TriageError(f"{display or location}: no run named {run!r}; runs: {names}")
+        shown = f"{display}/{picked.name}" if display and picked.name != "." else display
+        report = offline_report(load_run(picked.path, progress, now, split=False, display=shown))
+        report.notes[:0] = notes
+        return report
+    if not split.several:
+        report = offline_report(load_run(root, progress, now, split=False, display=display))
+        report.notes[:0] = notes
+        return report
+    result = inspect_sweep(split, jobs=jobs, executor=executor, ray_address=ray_address, keep_reports=keep_reports,
+                           progress=progress, now=now, display_root=display)
+    result.notes[:0] = notes
+    return result

@@ -10,6 +10,7 @@ as for the agent. Over stdio nothing but protocol goes to stdout; over HTTP a be
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -144,8 +145,28 @@ def build_server(roots: list[Path], allow_write: bool = False) -> Any:
         payload["fixes"] = {f.id: f.fix for f in rep.findings if f.fix}
         return json.dumps(payload, default=str)
 
+    def compare_runs(runs: list[str], series: str | None = None) -> str:
+        """Runs side by side, the first the reference: config keys that differ, each series' first, last, head and tail means with the difference to the first run, the step where each curve parts from the first run's beyond the runs' noise, and the finding ids only one run has.
+
+        Args:
+            runs: two to eight run folders (relative to the server's root)
+            series: only this series (e.g. entropy, kl, reward); all (at most 30) when omitted
+        """
+        if not 2 <= len(runs) <= 8:
+            raise _error("compare_runs takes two to eight runs")
+        try:
+            first, *others = [conf.facts(r) for r in runs]
+        except (Refused, TriageError) as exc:
+            raise _error(str(exc)) from None
+        first = dataclasses.replace(first, peers=others)  # the cached facts stay as they were
+        got = tools.call(first, "compare_runs", {"series": series} if series else {})
+        if got.error is not None:
+            raise _error(got.error)
+        return got.text
+
     server.add_tool(list_runs)
     server.add_tool(inspect_run)
+    server.add_tool(compare_runs)
     for fn in tools.TOOLS:
         if fn.__name__ != "list_findings":  # inspect_run serves it, with the fixes
             server.add_tool(_as_mcp_tool(fn, conf))
@@ -202,48 +223,29 @@ def _apply_tool(conf: Confinement) -> Callable[..., str]:
     return apply_adjustments
 
 
-_RUN_DIRS = ("configs", "wandb", "logs", ".hydra", "output", "data")
-
-
-def _marks(folder: Path, entries: list[Path]) -> list[str]:
-    """What in `folder` is a run's own output: files discovery recognises, or the folders runs keep them in."""
+def _run_folders(base: Path) -> list[tuple[Path, str]]:
+    """The runs in a folder (the same split as `triage inspect DIR`), newest first, with what marks each."""
     from triage_agent.runs.discover import classify
+    from triage_agent.runs.sweep import split_runs
 
-    marks = []
-    for e in entries[:500]:
+    found: list[tuple[float, Path, str]] = []
+    for ref in split_runs(base).runs:
         try:
-            if e.is_file() and classify(e, e.name) not in (None, "manifest"):
-                marks.append(e.name)
-            elif e.is_dir() and (e.name in _RUN_DIRS or e.name.startswith(("round", "selector_round",
-                                                                          "generator_round", "checkpoint-"))):
-                marks.append(e.name + "/")
+            entries = sorted(ref.path.iterdir())[:500]
         except OSError:
             continue
-    return marks
-
-
-def _run_folders(base: Path, depth: int = 3) -> list[tuple[Path, str]]:
-    """Folders that look like runs (their own trainer output), the outermost one of a nest, newest first."""
-    found: list[tuple[float, Path, str]] = []
-
-    def visit(folder: Path, level: int) -> None:
-        if len(found) > 10 * MAX_LISTED:
-            return
-        try:
-            entries = sorted(folder.iterdir())
-        except OSError:
-            return
-        marks = _marks(folder, entries)
-        if marks:
-            mtime = max((e.stat().st_mtime for e in entries if e.is_file()), default=0.0)
-            found.append((mtime, folder, ", ".join(marks[:4])))
-            return
-        if level < depth:
-            for e in entries:
-                if e.is_dir() and not e.name.startswith(".") and not e.is_symlink():
-                    visit(e, level + 1)
-
-    visit(base, 0)
+        marks, mtime = [], 0.0
+        for e in entries:
+            try:
+                if e.is_file():
+                    mtime = max(mtime, e.stat().st_mtime)
+                    if classify(e, e.name) not in (None, "manifest"):
+                        marks.append(e.name)
+                elif e.is_dir() and not e.name.startswith("."):
+                    marks.append(e.name + "/")
+            except OSError:
+                continue
+        found.append((mtime, ref.path, ", ".join(marks[:4])))
     return [(p, what) for _, p, what in sorted(found, key=lambda t: -t[0])]
 
 

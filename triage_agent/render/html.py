@@ -92,7 +92,7 @@ def render(report: Report) -> str:
     src = report.source
     source = "deterministic rules (offline)" if src.get("kind") == "offline" else \
         f"model {src.get('model')} at {src.get('endpoint')} ({src.get('requests')} requests)"
-    parts = [f"<h1>triage: {escape(str(run.root))}</h1>",
+    parts = [f"<h1>triage: {escape(run.where)}</h1>",
              f"<p>kind <b>{escape(run.kind)}</b> · {len(run.files)} files · source: {escape(source)}</p>",
              '<h2>Plots</h2><div class="plots">' + "".join(
                  f'<div class="plot">{plots.to_div(fig, f"plot{i}")}</div>' for i, fig in enumerate(_figures(report)))

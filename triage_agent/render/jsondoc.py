@@ -35,7 +35,7 @@ def document(report: Report) -> dict[str, Any]:
     run = report.run
     doc = {
         "schema": SCHEMA,
-        "run": {"path": str(run.root), "kind": run.kind, "rounds": rounds_summary(report),
+        "run": {"path": run.where, "kind": run.kind, "rounds": rounds_summary(report),
                 "files": [{"path": f.path, "role": f.role} for f in run.files]},
         "findings": [
             {"id": f.id, "severity": f.severity, "title": f.title, "evidence": f.evidence,

@@ -26,7 +26,7 @@ def fmt_value(v: Any) -> str:
 
 def summary(report: Report) -> Panel:
     run = report.run
-    head = Text.assemble(literal(run.root, "bold"), "  kind: ", literal(run.kind, "cyan"))
+    head = Text.assemble(literal(run.where, "bold"), "  kind: ", literal(run.kind, "cyan"))
     lines = [f"files: {len(run.files)}  configs: {len(run.config_files())}  "
              f"rounds: {', '.join(f'{r.role} {r.index}' for r in run.rounds) or 'none'}"]
     if run.metrics is not None:

@@ -13,6 +13,7 @@ import pandas as pd
 from triage_agent import safejson
 from triage_agent.errors import TriageError
 from triage_agent.runs import discover as disc
+from triage_agent.runs import remote, sweep
 from triage_agent.runs.configs import load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.canonical import Canonical, canonicalize, validation_series
@@ -33,13 +34,39 @@ def _round_key(found: disc.Found, fallback: dict[str, int]) -> tuple[str, int]:
     return "run", fallback[parent]
 
 
-def load_run(path: str | Path, progress: Progress | None = None, now: float | None = None) -> Run:
-    """Read a run folder. `now` is the clock that `run.in_progress` compares file times with."""
-    root = Path(path)
+class MultiRunError(TriageError):
+    """The folder holds several runs: commands about one run name one instead of merging them."""
+
+    def __init__(self, where: str, split: sweep.Split) -> None:
+        names = [r.name for r in split.runs]
+        shown = ", ".join(names[:8]) + (f" (+{len(names) - 8} more)" if len(names) > 8 else "")
+        super().__init__(f"{where} holds {len(names)} runs, not one: {shown}; name one (e.g. "
+                         f"{where.rstrip('/')}/{names[0]}), or see them all with `triage inspect {where}`")
+        self.split = split
+
+
+def load_run(path: str | Path, progress: Progress | None = None, now: float | None = None, *,
+             split: bool = True, display: str | None = None) -> Run:
+    """Read one run folder (a local path or a remote URL). A folder holding several runs raises
+    `MultiRunError` unless `split` is off (the caller has split it already).
+    `now` is the clock that `run.in_progress` compares file times with."""
+    location = str(path)
+    fetched: list[str] = []
+    if remote.is_remote(location):
+        m = remote.mirror(location, progress)
+        root, display = m.path, display or m.url
+        fetched = [*m.notes, f"fetched {m.fetched} file(s) ({m.fetched_bytes / 1e6:.1f} MB) from {m.url}, "
+                   f"{m.cached} from the cache"]
+    else:
+        root = Path(path)
+    if split and _is_dir(root):
+        parts = sweep.split_runs(root)
+        if parts.several:
+            raise MultiRunError(display or location, parts)
     manifest, errors = disc.load_manifest(root) if _is_dir(root) else (disc.Manifest(), [])
     found, notes = disc.discover(root, manifest)
-    run = Run(root=root, kind="generic", parse_errors=list(errors), notes=notes,
-              rule_overrides=dict(manifest.rules), now=time.time() if now is None else now)
+    run = Run(root=root, kind="generic", parse_errors=list(errors), notes=fetched + notes,
+              rule_overrides=dict(manifest.rules), now=time.time() if now is None else now, display=display)
     rounds: dict[tuple[str, int], Round] = {}
     fallback: dict[str, int] = {}
     trainer = _TrainerParts()
@@ -59,7 +86,7 @@ def load_run(path: str | Path, progress: Progress | None = None, now: float | No
     run.kind = _kind(run, manifest.kind)
     if not run.files or not _training_evidence(run):
         what = "" if not run.files else f" ({len(run.logs)} log file(s) with no training output in them)"
-        raise TriageError(f"{root}: nothing recognisable{what}: no configs, tables, trainer outputs or training "
+        raise TriageError(f"{run.where}: nothing recognisable{what}: no configs, tables, trainer outputs or training "
                           "logs; see the run-folder format in the README")
     return run
 

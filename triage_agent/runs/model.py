@@ -140,6 +140,12 @@ class Run:
     parse_errors: list[ParseError] = field(default_factory=list)
     rule_overrides: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    display: str | None = None  # where the run lives when it is not `root` (a remote URL mirrored locally)
+
+    @property
+    def where(self) -> str:
+        """The run's location as the user gave it (a path, or an `s3://...` URL)."""
+        return self.display or str(self.root)
 
     def config(self, leaf: str) -> ConfigValue | None:
         """The first config entry whose key ends in `leaf` (a leaf name or a dotted tail)."""

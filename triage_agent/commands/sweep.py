@@ -1,0 +1,174 @@
+"""`triage inspect DIR` on a folder of several runs: one report per run, ranked worst first.
+
+The per-run work is one function, `inspect_one`, run in-process (`--jobs 1`), in a process pool
+(`--jobs N`) or as Ray tasks on a cluster (`--executor ray`); only plain, small results travel back
+(a row, and the run's JSON report when `--json` asks for it). Rows are kept, reports only when asked
+for, so memory grows with the number of rows, not with the runs' data.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from triage_agent.errors import TriageError
+from triage_agent.findings.model import SEVERITY_RANK
+from triage_agent.runs.sweep import Split
+
+SCHEMA = "triage.sweep/v1"
+EXECUTORS = ("local", "ray")
+RAY_IN_FLIGHT = 4  # Ray tasks submitted per cluster CPU at a time: the driver never holds the whole queue
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class SweepRow:
+    name: str
+    path: str
+    trainer: str | None = None
+    kind: str | None = None
+    steps: int | None = None
+    worst: str | None = None  # the most severe finding's severity; None when there is none
+    ids: list[str] = field(default_factory=list)
+    error: str | None = None
+    report: dict[str, Any] | None = None
+
+    @property
+    def rank(self) -> tuple[int, int, str]:
+        """Worst first: runs that could not be read, then by the worst severity, then by finding count."""
+        sev = -1 if self.error else SEVERITY_RANK.get(self.worst or "", len(SEVERITY_RANK))
+        return (sev, -len(self.ids), self.name)
+
+
+@dataclass
+class SweepResult:
+    root: str
+    rows: list[SweepRow]
+    notes: list[str] = field(default_factory=list)
+    executor: str = "local"
+    jobs: int = 1
+    seconds: float = 0.0
+
+    @property
+    def worst(self) -> str | None:
+        found = [r.worst for r in self.rows if r.worst]
+        return min(found, key=lambda s: SEVERITY_RANK[s]) if found else None
+
+    def fails(self, severity: str | None) -> bool:
+        return bool(severity) and any(r.worst and SEVERITY_RANK[r.worst] <= SEVERITY_RANK[severity or "info"]
+                                      for r in self.rows)
+
+    def document(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "root": self.root, "executor": self.executor, "jobs": self.jobs,
+                "runs": [{"name": r.name, "path": r.path, "trainer": r.trainer, "kind": r.kind, "steps": r.steps,
+                          "worst": r.worst, "ids": r.ids, **({"error": r.error} if r.error else {}),
+                          **({"report": r.report} if r.report is not None else {})} for r in self.rows],
+                "notes": self.notes}
+
+
+def _steps(run: Any) -> int | None:
+    if run.metrics is not None:
+        return len(run.metrics.frame)
+    lengths = [len(r.history.frame) for r in run.rounds if r.history is not None]
+    if lengths:
+        return sum(lengths)
+    logged = [s.metric_steps for s in run.logs if s.metric_steps]
+    return max(logged) if logged else None
+
+
+def inspect_one(location: str, name: str, display: str | None, now: float, keep_report: bool) -> dict[str, Any]:
+    """One run of a sweep: its row (and JSON report when asked). The same in every executor."""
+    from triage_agent.render import jsondoc
+    from triage_agent.report import offline_report
+    from triage_agent.runs.load import load_run
+
+    row: dict[str, Any] = {"name": name, "path": display or location}
+    try:
+        report = offline_report(load_run(location, now=now, split=False, display=display))
+    except TriageError as exc:
+        row["error"] = str(exc)
+        return row
+    ranked = sorted(report.findings, key=lambda f: SEVERITY_RANK[f.severity])
+    row.update(trainer=report.run.trainer, kind=report.run.kind, steps=_steps(report.run),
+               worst=ranked[0].severity if ranked else None, ids=[f.id for f in ranked])
+    if keep_report:
+        row["report"] = jsondoc.document(report)
+    return row
+
+
+def _tasks(split: Split, display_root: str | None, by_url: bool) -> list[tuple[str, str, str | None]]:
+    """(location, name, display) per run. A remote sweep's runs are shown by their URLs; Ray tasks get
+    the URL itself (the worker may be on another machine: it fetches into its own cache)."""
+    out = []
+    for r in split.runs:
+        shown = (display_root.rstrip("/") + ("" if r.name == "." else "/" + r.name)) if display_root else None
+        out.append((shown if by_url and shown else str(r.path), r.name, shown))
+    return out
+
+
+def _local(tasks: list[tuple[str, str, str | None]], jobs: int, now: float, keep: bool) -> Iterator[dict[str, Any]]:
+    if jobs <= 1:
+        for loc, name, shown in tasks:
+            yield inspect_one(loc, name, shown, now, keep)
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # forkserver: workers start from a clean interpreter, not a fork of one with a progress thread running
+    ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = [pool.submit(inspect_one, loc, name, shown, now, keep) for loc, name, shown in tasks]
+        for fut in as_completed(futures):
+            yield fut.result()
+
+
+def _ray(tasks: list[tuple[str, str, str | None]], address: str | None, now: float,
+         keep: bool) -> Iterator[dict[str, Any]]:
+    try:
+        import ray
+    except ImportError:
+        raise TriageError("--executor ray needs Ray: pip install 'triage-agent[ray]'") from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        try:
+            ray.init(address=address or os.environ.get("RAY_ADDRESS") or None, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+        except Exception as exc:  # noqa: BLE001 - Ray's connection errors come in many types
+            raise TriageError(f"cannot start or reach Ray ({type(exc).__name__}: {str(exc)[:200]})") from None
+    try:
+        remote = ray.remote(inspect_one).options(num_cpus=1, max_retries=1)
+        limit = max(1, int(ray.cluster_resources().get("CPU", 1)) * RAY_IN_FLIGHT)  # type: ignore[no-untyped-call]
+        queue, pending = list(tasks), []  # type: list[tuple[str, str, str | None]], list[Any]
+        while queue or pending:
+            while queue and len(pending) < limit:
+                loc, name, shown = queue.pop(0)
+                pending.append(remote.remote(loc, name, shown, now, keep))
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                yield ray.get(ref)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def inspect_sweep(split: Split, *, jobs: int | None = None, executor: str = "local", ray_address: str | None = None,
+                  keep_reports: bool = False, progress: Progress | None = None, now: float | None = None,
+                  display_root: str | None = None) -> SweepResult:
+    """Inspect every run of a split folder; rows ranked worst first (errors on top)."""
+    start = time.monotonic()
+    now = time.time() if now is None else now
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    tasks = _tasks(split, display_root, by_url=executor == "ray")
+    results: Iterable[dict[str, Any]] = (_ray(tasks, ray_address, now, keep_reports) if executor == "ray"
+                                         else _local(tasks, min(jobs, len(tasks)), now, keep_reports))
+    rows: list[SweepRow] = []
+    for i, got in enumerate(results):
+        rows.append(SweepRow(**got))
+        if progress:
+            progress(got["name"], i, len(tasks))
+    rows.sort(key=lambda r: r.rank)
+    return SweepResult(display_root or str(split.root), rows, list(split.notes), executor,
+                       jobs if executor == "local" else 0, time.monotonic() - start)

@@ -1,0 +1,39 @@
+"""A sweep in the terminal: one row per run, worst first."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from triage_agent.commands.sweep import SweepResult
+from triage_agent.render.terminal import SEVERITY_STYLE
+from triage_agent.render.text import LiteralTable, literal
+
+MAX_IDS = 6  # ids shown per row; the rest are counted
+
+
+def render(result: SweepResult, console: Console) -> None:
+    counts: dict[str, int] = {}
+    for r in result.rows:
+        key = "unreadable" if r.error else r.worst or "clean"
+        counts[key] = counts.get(key, 0) + 1
+    order = ("unreadable", "high", "medium", "low", "info", "clean")
+    tally = ", ".join(f"{counts[k]} {k}" for k in order if k in counts)
+    how = f"{result.jobs} job(s)" if result.executor == "local" else "Ray"
+    console.print(literal(f"{result.root}: {len(result.rows)} runs ({tally}) · {result.seconds:.1f} s · {how}",
+                          "bold"))
+    t = LiteralTable(expand=False)
+    for col in ("#", "run", "trainer", "steps", "worst", "findings"):
+        t.add_column(col, justify="right" if col in ("#", "steps") else "left")
+    for i, r in enumerate(result.rows, 1):
+        if r.error:
+            t.add_row(str(i), r.name, "", "", Text("error", style="red"), r.error)
+            continue
+        ids = ", ".join(r.ids[:MAX_IDS]) + (f" (+{len(r.ids) - MAX_IDS})" if len(r.ids) > MAX_IDS else "")
+        worst = Text(r.worst, style=SEVERITY_STYLE[r.worst]) if r.worst else Text("none", style="green")
+        t.add_row(str(i), r.name, r.trainer or r.kind or "", "" if r.steps is None else str(r.steps), worst, ids)
+    console.print(t)
+    for note in result.notes:
+        console.print(literal(f"note: {note}", "dim"))
+    if result.rows:
+        console.print(literal(f"one run in full: triage inspect {result.root} --run {result.rows[0].name}", "dim"))

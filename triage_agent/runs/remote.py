@@ -1,0 +1,182 @@
+"""Runs on object storage (`s3://`, `gs://`, `hf://`, any installed fsspec protocol).
+
+A remote run or sweep is mirrored into `$XDG_CACHE_HOME/triage/fs/<protocol>/<path>` and read
+from there by the same code as a local folder. The listing is bounded (depth, file count); only
+files discovery may read are fetched (no checkpoints, tokenizers or images); each file is kept
+with its ETag (or mtime) and size beside it, so a second pass over the same sweep fetches only
+what changed. Credentials and endpoints come from each file system's own chain (AWS env or
+profile and `AWS_ENDPOINT_URL` for S3-compatible stores, GCP ADC, the HF token) and are never
+printed or saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from triage_agent import redact
+from triage_agent.errors import TriageError
+from triage_agent.runs import discover as disc
+from triage_agent.runs.sweep import SPLIT_DEPTH
+
+MAX_FILES = 50_000  # files listed under one remote folder; past this the listing stops and says so
+MAX_FILE_BYTES = 8 << 30  # a bigger object is not fetched (a week of console output is ~1-5 GB)
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$")
+# never needed by discovery: weights, optimizer states, tokenizers, media, archives
+SKIP_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".npy", ".npz", ".arrow", ".gguf", ".onnx",
+                 ".h5", ".msgpack", ".model", ".tar", ".gz", ".zip", ".zst", ".png", ".jpg", ".jpeg", ".gif",
+                 ".mp4", ".html", ".pkl", ".pickle", ".distcp", ".db", ".sqlite")
+SKIP_NAMES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json",
+              "added_tokens.json", "generation_config.json", "model.safetensors.index.json", "latest")
+EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "hf": "hf"}
+
+
+@dataclass
+class Mirror:
+    url: str
+    path: Path  # the local copy discovery reads
+    fetched: int = 0
+    fetched_bytes: int = 0
+    cached: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def is_remote(location: str) -> bool:
+    m = _URL.match(location)
+    return m is not None and m.group(1).lower() != "file"
+
+
+def cache_root(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
+    return Path(base) / "triage" / "fs"
+
+
+def wanted(rel: str, size: int | None) -> bool:
+    """Whether discovery could read this file (by its name and size only: nothing is fetched to decide)."""
+    parts = PurePosixPath(rel).parts
+    name = parts[-1].lower()
+    if any(p.startswith(".") and p != ".hydra" for p in parts) or name in SKIP_NAMES:
+        return False
+    if name.endswith(SKIP_SUFFIXES) or (size is not None and size > MAX_FILE_BYTES):
+        return False
+    return len(parts) <= SPLIT_DEPTH + disc.MAX_DEPTH + 1
+
+
+def _safe_parts(rel: str) -> tuple[str, ...] | None:
+    """A remote key as local path parts, or None when it could leave the mirror (`..`, empty, NUL)."""
+    parts = tuple(rel.split("/"))
+    if any(p in ("", ".", "..") or "\x00" in p or "\\" in p or len(p) > 255 for p in parts):
+        return None
+    return parts
+
+
+def _version(info: dict[str, Any]) -> str:
+    for key in ("ETag", "etag", "md5Hash", "blob_id", "LastModified", "mtime", "updated", "last_modified"):
+        if info.get(key) is not None:
+            return f"{key}={info[key]}"
+    return ""
+
+
+def _filesystem(url: str) -> tuple[Any, str]:
+    protocol = _URL.match(url).group(1).lower()  # type: ignore[union-attr]
+    try:
+        import fsspec
+    except ImportError:
+        raise TriageError(f"{url}: remote runs need fsspec: pip install 'triage-agent[{EXTRAS.get(protocol, 's3')}]'") \
+            from None
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        extra = EXTRAS.get(protocol)
+        hint = f"pip install 'triage-agent[{extra}]'" if extra else f"install the fsspec package for {protocol}://"
+        raise TriageError(f"{url}: cannot open {protocol}:// ({_short(exc)}); {hint}") from None
+    return fs, str(path).rstrip("/")
+
+
+def _short(exc: BaseException) -> str:
+    return redact.text(f"{type(exc).__name__}: {exc}")[:200].replace("\n", " ")
+
+
+def _listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, Any]], bool]:
+    """rel path -> info for the files below `root`, bounded in depth and count. Also says if it was cut."""
+    out: dict[str, dict[str, Any]] = {}
+    depth_limit = SPLIT_DEPTH + disc.MAX_DEPTH
+    for dirpath, dirs, files in fs.walk(root, detail=True, maxdepth=depth_limit + 1):
+        for name in [d for d in dirs if d.startswith(".") and d != ".hydra"]:
+            del dirs[name]  # hidden folders are never read (and never listed further)
+        for name, info in sorted(files.items()):
+            rel = (str(dirpath).rstrip("/") + "/" + name)[len(root) + 1:] if str(dirpath) != root else name
+            size = info.get("size")
+            if not wanted(rel, size if isinstance(size, int) else None):
+                continue
+            if len(out) >= MAX_FILES:
+                notes.append(f"more than {MAX_FILES} files under the remote folder: the rest were not fetched")
+                return out, True
+            out[rel] = info
+    return out, False
+
+
+def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
+           env: dict[str, str] | None = None) -> Mirror:
+    """Fetch what discovery needs of a remote run (or sweep) into the cache; return its local copy."""
+    url = url.rstrip("/")
+    fs, root = _filesystem(url)
+    protocol = _URL.match(url).group(1).lower()  # type: ignore[union-attr]
+    local = cache_root(env) / protocol / Path(*[p for p in root.split("/") if p not in ("", ".", "..")])
+    res = Mirror(url, local)
+    try:
+        if not fs.isdir(root):
+            if fs.isfile(root):
+                raise TriageError(f"{url}: not a folder (give the run folder)")
+            raise TriageError(f"{url}: no such folder")
+        files, cut = _listing(fs, root, res.notes)
+    except TriageError:
+        raise
+    except Exception as exc:  # each fsspec back end raises its own kinds: all are "cannot list"
+        raise TriageError(f"{url}: cannot list ({_short(exc)})") from None
+    local.mkdir(parents=True, exist_ok=True)
+    keep: set[Path] = set()
+    for i, (rel, info) in enumerate(files.items()):
+        parts = _safe_parts(rel)
+        if parts is None:
+            res.notes.append(f"{url}: skipped a key that is not a safe file name: {rel[:120]!r}")
+            continue
+        target = local.joinpath(*parts)
+        stamp = target.with_name(f".{target.name}.triage-version")
+        version = json.dumps({"v": _version(info), "size": info.get("size")}, sort_keys=True)
+        keep.update((target, stamp))
+        if progress:
+            progress(rel, i, len(files))
+        if _version(info) and target.is_file() and _read(stamp) == version:
+            res.cached += 1
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.triage-part")
+        try:
+            fs.get_file(f"{root}/{rel}", str(tmp))
+            os.replace(tmp, target)
+        except Exception as exc:  # one unreadable object is reported; the others are still read
+            res.notes.append(f"{url}/{rel}: not fetched ({_short(exc)})")
+            tmp.unlink(missing_ok=True)
+            continue
+        stamp.write_text(version, encoding="utf-8")
+        res.fetched += 1
+        res.fetched_bytes += int(info.get("size") or 0)
+    if not cut:  # a file deleted remotely must not linger in the mirror (only our own copies are removed)
+        for path in list(local.rglob("*")):
+            if path.is_file() and path not in keep:
+                path.unlink(missing_ok=True)
+    return res
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
