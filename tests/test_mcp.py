@@ -214,3 +214,13 @@ def test_print_config_for_each_client(client):
         assert entry["command"] == "triage" and entry["args"] == ["mcp", "--root", "/runs"]
     readme = (REPO / "README.md").read_text()
     assert where.split()[0] in readme
+
+
+def test_compare_runs_over_mcp_and_list_runs_splits_like_inspect():
+    server = build_server([SAMPLES])
+    got = json.loads(text(call(server, "compare_runs", {"runs": ["trl_healthy", "trl_entropy_collapse"],
+                                                        "series": "entropy"})))
+    assert got["config"] == [{"key": "temperature", "values": [1.0, 0.7]}]
+    assert got["findings"]["only_in"][1]["ids"] == ["policy.entropy_collapse"]
+    runs = json.loads(text(call(server, "list_runs", {"folder": "."})))
+    assert runs["total"] == 12

@@ -26,15 +26,20 @@ EXAMPLES = {
     "apply": "example: triage report RUN --json > r.json && triage apply r.json --write fixed/",
     "chat": "example: triage chat sample_runs/boundary_collapse --resume",
     "eval": "example: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 triage eval --models qwen2.5-7b,llama-3.1-8b --json",
+    "compare": "example: triage compare sample_runs/healthy sample_runs/boundary_collapse --html compare.html",
     "mcp": """example: triage mcp --root ~/runs   (stdio, for an IDE agent)
          triage mcp --print-config claude   (.mcp.json for Claude Code; also codex, cursor, vscode)
          triage mcp --http 127.0.0.1:8765   (Streamable HTTP with a bearer token, TRIAGE_MCP_TOKEN)""",
 }
 
 
+RUN_HELP = "the run folder (or a folder of several runs; or a remote URL: s3://, gs://, hf://)"
+
+
 def _report_flags(sp: argparse.ArgumentParser) -> None:
     """What inspect and report share: the run, JSON on stdout, a CI gate, the HTML page."""
-    sp.add_argument("run", help="the run folder")
+    sp.add_argument("run", help=RUN_HELP)
+    sp.add_argument("--run", dest="pick", metavar="NAME", help="in a folder of several runs, the one to read")
     sp.add_argument("--json", action="store_true", help="print the JSON report document on stdout")
     sp.add_argument("--fail-on", choices=SEVERITIES[:3], help="exit 1 when a finding this severe or worse exists")
     sp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
@@ -64,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     sp = command("inspect", "deterministic findings for a run folder (no model)",
                  "Read a run folder and print its findings, computed by the rules alone.")
     _report_flags(sp)
+    sp.add_argument("--jobs", type=int, metavar="N", help="runs inspected in parallel in a sweep (default: the cores)")
+    sp.add_argument("--executor", choices=("local", "ray"), default="local",
+                    help="where a sweep's runs are inspected: local processes, or Ray tasks (extra [ray])")
+    sp.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS, else a local one)")
     sp.set_defaults(func=_cmd_inspect)
     sp = command("report", "diagnosis and checked config changes, from a model when one is configured",
                  "Ask the configured model for a diagnosis; every suggested change is checked and "
@@ -76,6 +85,8 @@ def _parser() -> argparse.ArgumentParser:
                  "Ask the configured model a question about one run; the question may come on stdin.")
     sp.add_argument("run", help="the run folder")
     sp.add_argument("question", nargs="?", help="the question (else read from stdin)")
+    sp.add_argument("--vs", action="append", metavar="RUN",
+                    help="another run to compare with (repeatable); the model gets the compare_runs tool")
     _endpoint_flags(sp)
     sp.set_defaults(func=_cmd_ask)
     sp = command("chat", "an interactive session about a run",
@@ -103,6 +114,14 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--write", metavar="DIR", help="write edited copies of the config files under DIR")
     group.add_argument("--in-place", action="store_true", help="edit the originals, after saving .bak backups")
     sp.set_defaults(func=_cmd_apply)
+    sp = command("compare", "runs side by side: config keys that differ, curves, where they part, findings",
+                 "Put runs side by side: the config keys that differ, each series' first, last, head and tail "
+                 "with the difference to the first run, the step where each curve parts from the first run's "
+                 "(beyond the runs' noise), and the findings each run has that the others do not.")
+    sp.add_argument("runs", nargs="+", metavar="RUN", help="two or more run folders (the first is the reference)")
+    sp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    sp.add_argument("--html", metavar="FILE", help="also write an HTML page with the curves overlaid")
+    sp.set_defaults(func=_cmd_compare)
     sp = command("mcp", "serve triage's tools to IDE agents over the Model Context Protocol",
                  "Serve triage's deterministic tools (inspect_run, run_overview, trainer_metrics, search_log, "
                  "simulate_adjustment, ...) to an IDE agent over MCP: stdio by default, Streamable HTTP with "
@@ -249,15 +268,71 @@ def _write_json(out: Console, doc: Any) -> None:
 
 def _cmd_inspect(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.commands.inspect import inspect
+    from triage_agent.commands.sweep import SweepResult
     from triage_agent.render import jsondoc, terminal
 
-    report = inspect(args.run, _progress(err))
+    if args.jobs is not None and args.jobs < 1:
+        raise TriageError("--jobs takes a number of processes >= 1")
+    report = inspect(args.run, _progress(err), run=args.pick, jobs=args.jobs, executor=args.executor,
+                     ray_address=args.ray_address, keep_reports=args.json)
+    if isinstance(report, SweepResult):
+        from triage_agent.render import sweep
+
+        if args.html:
+            raise TriageError("--html shows one run: pick one with --run NAME, or put runs side by side with "
+                              "`triage compare A B --html FILE`")
+        if args.json:
+            _write_json(out, report.document())
+        else:
+            sweep.render(report, out)
+        return 1 if report.fails(args.fail_on) else 0
     _write_html(report, args.html, err)
     if args.json:
         _write_json(out, jsondoc.document(report))
     else:
         terminal.render(report, out)
     return _fail_code(report, args.fail_on)
+
+
+def _picked(location: str, pick: str | None) -> str:
+    """RUN, or with --run NAME the named run inside the folder RUN."""
+    if pick is None:
+        return location
+    from pathlib import Path
+
+    from triage_agent.runs import remote
+    from triage_agent.runs.sweep import split_runs
+
+    if remote.is_remote(location):
+        return location.rstrip("/") + "/" + pick.strip("/")
+    split = split_runs(Path(location))
+    got = split.pick(pick)
+    if got is None:
+        raise TriageError(f"{location}: no run named {pick!r}; runs: {', '.join(r.name for r in split.runs[:12])}")
+    return str(got.path)
+
+
+def _cmd_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from pathlib import Path
+
+    from triage_agent.commands.compare import compare
+    from triage_agent.render import compare as view
+    from triage_agent.render.jsondoc import _clean
+
+    result = compare(args.runs)
+    if args.html:
+        try:
+            Path(args.html).write_text(view.html(result), encoding="utf-8")
+        except OSError as exc:
+            raise TriageError(f"{args.html}: cannot write the HTML page ({exc.strerror})") from None
+        err.print(_literal(f"wrote {args.html}"))
+    if args.json:
+        from triage_agent import redact
+
+        _write_json(out, redact.obj(_clean(result.document())))
+    else:
+        view.render(result, out)
+    return 0
 
 
 def _cmd_chat(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -403,7 +478,7 @@ def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     settings = resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
     with _spinner(err, "waiting for the model"):
-        result = report(args.run, settings, offline=args.offline, dry_run=args.dry_run, save=not args.no_save,
+        result = report(_picked(args.run, args.pick), settings, offline=args.offline, dry_run=args.dry_run, save=not args.no_save,
                         env=dict(os.environ))
     if isinstance(result, DryRun):
         _write_json(out, result.document())
@@ -446,7 +521,7 @@ def _cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     with spinner:
         result = ask(args.run, question, settings, on_text=on_text, on_tool=on_tool, dry_run=args.dry_run,
-                     save=not args.no_save, env=env)
+                     save=not args.no_save, env=env, vs=args.vs)
     if isinstance(result, DryRun):
         _write_json(out, result.document())
         return 0

@@ -43,6 +43,9 @@ def first_message(offline: Report, task: str, question: str | None) -> str:
                 "meets_target": a.meets_target} for a in offline.adjustments]
     parts = [prompts.render(f"{task}.md"), "## Run overview\n" + overview, "## Deterministic findings\n" + findings,
              "## Changes the rules suggest (already re-computed on this run)\n" + json.dumps(checked)]
+    if offline.facts.peers:
+        parts.append(prompts.render("vs.md", runs=", ".join(f"{chr(66 + i)} = {p.run.where}"
+                                                           for i, p in enumerate(offline.facts.peers))))
     if question:
         parts.append("## Question\n" + question)
     return "\n\n".join(parts)
@@ -64,7 +67,7 @@ def converse(messages: list[dict[str, Any]], facts: Facts, client: LLMClient, ma
     With `last_without_tools`, the last request offers no tools, so a model that keeps calling
     them must answer.
     """
-    schemas = tools.schemas()
+    schemas = tools.schemas(facts)
     for used in range(1, max_requests + 1):
         offer = None if not offer_tools or (last_without_tools and used == max_requests and used > 1) else schemas
         reply = client.chat(messages, tools=offer, response_format=response_format, stream=stream, on_text=on_text)

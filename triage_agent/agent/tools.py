@@ -384,14 +384,46 @@ def _matcher(pattern: str) -> tuple[Callable[[str], bool], str]:
     return (lambda text: needle in text.lower()), "literal text (not a pattern RE2 accepts)"
 
 
+def compare_runs(facts: Facts, series: str | None = None) -> dict[str, Any]:
+    """This run (A) beside the runs the user named with --vs (B, ...): the config keys that differ, each series' first, last, head and tail means with the difference to A, the step where each curve parts from A's beyond the runs' noise, and the finding ids only one run has.
+
+    Args:
+        series: only this series (e.g. entropy, kl, reward, generator/accuracy); all (at most 30) when omitted
+    """
+    from triage_agent.comparison import compare_facts
+
+    if not facts.peers:
+        raise ValueError("no other run to compare with: the user names one with --vs RUN")
+    runs = [facts, *facts.peers]
+    doc = compare_facts(runs, [[f.id for f in engine.evaluate(x)] for x in runs]).document(limit=MAX_SERIES)
+    names = [x["name"] for x in doc["series"]]
+    if series is not None:
+        if series not in names:
+            raise ValueError(f"no series '{series[:80]}'; series: {', '.join(names[:40])}")
+        doc["series"] = [x for x in doc["series"] if x["name"] == series]
+    elif len(names) > MAX_SERIES:
+        doc["series"], doc["series_left_out"] = doc["series"][:MAX_SERIES], len(names) - MAX_SERIES
+    doc["config"] = _bounded(doc["config"])
+    doc["source"] = "run folders: " + ", ".join(f"{chr(65 + i)}={r.run.where}" for i, r in enumerate(runs))
+    return doc
+
+
 TOOLS: list[Callable[..., dict[str, Any]]] = [
     run_overview, list_findings, read_config, summarize_reward_histogram, diff_rounds, filter_audit, reward_balance,
     rollout_reliability, generator_trajectory, calibration_audit, trainer_metrics, simulate_adjustment, search_log]
 BY_NAME = {fn.__name__: fn for fn in TOOLS}
+# offered only when other runs are loaded beside the run (`ask --vs`)
+PEER_TOOLS: list[Callable[..., dict[str, Any]]] = [compare_runs]
 
 
-def schemas() -> list[dict[str, Any]]:
-    return [function_schema(fn) for fn in TOOLS]
+def available(facts: Facts | None = None) -> dict[str, Callable[..., dict[str, Any]]]:
+    """The tools the model may call on these facts, by name."""
+    extra = PEER_TOOLS if facts is not None and facts.peers else []
+    return {**BY_NAME, **{fn.__name__: fn for fn in extra}}
+
+
+def schemas(facts: Facts | None = None) -> list[dict[str, Any]]:
+    return [function_schema(fn) for fn in available(facts).values()]
 
 
 @dataclass(frozen=True)
@@ -412,9 +444,10 @@ class ToolResult:
 def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult:
     """Run a tool for the model. Bad names, bad arguments and anything a tool raises come back as an error
     result the model can act on, never as an exception out of the agent loop."""
-    fn = BY_NAME.get(name)
+    offered = available(facts)
+    fn = offered.get(name)
     if fn is None:
-        return ToolResult(error=f"unknown tool '{name[:80]}'. Valid tools: {', '.join(BY_NAME)}")
+        return ToolResult(error=f"unknown tool '{name[:80]}'. Valid tools: {', '.join(offered)}")
     if isinstance(arguments, str) and len(arguments) > MAX_ARGUMENTS:
         return ToolResult(error=f"arguments of {len(arguments):,} characters; at most {MAX_ARGUMENTS:,}")
     try:

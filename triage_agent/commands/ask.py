@@ -24,10 +24,11 @@ class AskResult:
 
 def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callable[[str], None] | None = None,
         on_tool: Callable[[loop.ToolEvent], None] | None = None, dry_run: bool = False, save: bool = True,
-        env: dict[str, str] | None = None) -> AskResult | DryRun:
+        env: dict[str, str] | None = None, vs: list[str] | None = None) -> AskResult | DryRun:
     if not question.strip():
         raise TriageError("no question given (pass it as an argument or on stdin)")
     base = offline_report(load_run(path))
+    base.facts.peers = [offline_report(load_run(p)).facts for p in vs or []]
     if not settings.configured:
         raise TriageError(f"no model endpoint configured: {configure_hint(env or {})}; `triage inspect` works without one")
     if dry_run:

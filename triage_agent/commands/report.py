@@ -59,7 +59,7 @@ def dry_run_request(offline: Report, settings: Settings, task: str, question: st
 
     messages = [{"role": "system", "content": prompts.render("system.md")},
                 {"role": "user", "content": loop.first_message(offline, task, question)}]
-    return DryRun(settings.base_url, {"model": settings.model, "messages": messages, "tools": tools.schemas()})
+    return DryRun(settings.base_url, {"model": settings.model, "messages": messages, "tools": tools.schemas(offline.facts)})
 
 
 def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_run: bool = False,

@@ -46,6 +46,8 @@ class Facts:
     _config: dict[str, ConfigValue | None] = field(default_factory=dict, repr=False)
     _series: dict[str, Series | None] = field(default_factory=dict, repr=False)
     _summaries: dict[str, SeriesSummary | None] = field(default_factory=dict, repr=False)
+    # other runs the user put beside this one (`triage ask A "..." --vs B`), for `compare_runs`
+    peers: list[Facts] = field(default_factory=list, repr=False)
 
     # -- config values ------------------------------------------------------------------------
     def config(self, leaf: str) -> ConfigValue | None:

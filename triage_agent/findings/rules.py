@@ -106,7 +106,14 @@ DEFAULTS: dict[str, Any] = {
     "target_band_share_hi": 0.35,
     # data.parse_errors: how many locations the evidence lists (ours)
     "parse_error_examples": 5,
+    # `triage compare`: curves part where their smoothed difference stays beyond k times the runs' combined
+    # step-to-step noise (ours: 3 sigma), smoothed over 5% of the steps (at least 3)
+    "compare_noise_k": 3.0,
+    "compare_window_fraction": 0.05,
+    "compare_min_window": 3,
 }
+# thresholds read by views rather than by a finding rule
+VIEW_THRESHOLDS = frozenset({"compare_noise_k", "compare_window_fraction", "compare_min_window"})
 
 
 # Counts, windows and bin numbers: whole numbers in these ranges (a huge ece_bins would allocate and loop
@@ -115,7 +122,7 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "min_rollouts": (1, 10_000), "rollouts_high": (0, 10_000), "calibration_min_interval": (1, 10**9),
     "ece_bins": (1, 1000), "parse_error_examples": (0, 100), "head_tail_min_points": (1, 1000),
     "min_series_steps": (1, 10**6), "flat_min_steps": (1, 10**6), "kl_window": (1, 10_000),
-    "grad_spike_history": (1, 10**6), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
+    "grad_spike_history": (1, 10**6), "compare_min_window": (1, 10**6), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
 }
 MAX_ABS = 1e6
 

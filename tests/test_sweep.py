@@ -1,0 +1,335 @@
+"""Many runs: splitting a folder into runs, sweeps (local processes, Ray), `compare`, and remote runs on a
+real S3-compatible server (moto) through s3fs."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from tests.conftest import REAL_RUNS, SAMPLES, write
+from triage_agent.analysis.compare import config_diff, noise, parting_step
+from triage_agent.cli import main
+from triage_agent.commands.inspect import inspect
+from triage_agent.runs.sweep import split_runs
+
+
+def cli(*argv: str, width: int = 200) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=Console(file=out, width=width), stderr=Console(file=err, width=width))
+    return code, out.getvalue(), err.getvalue()
+
+
+def trl_state(root: Path, entropy: list[float], extra: dict[str, object] | None = None) -> None:
+    rows = [{"step": i + 1, "loss": 0.01, "reward": 0.5 + 0.001 * i, "entropy": e, "kl": 0.01, "grad_norm": 0.3}
+            for i, e in enumerate(entropy)]
+    write(root, "checkpoint-100/trainer_state.json", {"global_step": len(rows), "max_steps": len(rows),
+                                                      "log_history": rows})
+    write(root, "grpo_config.yaml", "".join(f"{k}: {v}\n" for k, v in {"learning_rate": "1.0e-6", "beta": 0.04,
+                                                                      **(extra or {})}.items()))
+
+
+# -- splitting ---------------------------------------------------------------------------------------
+
+def test_sample_runs_split_into_their_twelve_runs_and_each_keeps_its_own_findings():
+    split = split_runs(SAMPLES)
+    assert [r.name for r in split.runs] == sorted(p.name for p in SAMPLES.iterdir() if p.is_dir())
+    result = inspect(SAMPLES, jobs=1)
+    by_name = {r.name: r for r in result.rows}
+    for name in ("healthy", "boundary_collapse", "trl_healthy", "verl_kl_explosion"):
+        alone = inspect(SAMPLES / name)
+        assert by_name[name].ids == [f.id for f in sorted(alone.findings, key=lambda f: ("high", "medium", "low",
+                                                                                        "info").index(f.severity))]
+    # the merge the issue reported: healthy's curves judged against the collapsed run's config
+    assert by_name["healthy"].ids == [] and "reward.boundary_suppressed" in by_name["boundary_collapse"].ids
+
+
+def test_parts_of_one_run_never_make_runs_of_their_own(tmp_path):
+    run = tmp_path / "out"
+    trl_state(run, [1.0] * 30)
+    write(run, "runs/Nov30_12-00-00_host/notes.log", "step 1\n")  # TRL's TensorBoard folder
+    write(run, "checkpoint-50/trainer_state.json", {"global_step": 5, "log_history": [{"step": 1, "loss": 0.1}]})
+    write(run, "selector_round1/reward_history.jsonl", [{"step": 1, "boundary": 0.5}])
+    write(run, "generator_round1/reward_history.jsonl", [{"step": 1, "accuracy": 0.5}])
+    write(run, "wandb/run-20261130_120000-abc/files/wandb-summary.json", {"train/reward": 0.5})
+    assert [r.name for r in split_runs(run).runs] == ["."]
+
+
+def test_sweep_layouts_split_where_runs_are(tmp_path):
+    # Hydra multirun: multirun/<date>/<time>/<job>/, each job a run; a sweep config and a README at the top
+    for job in ("0", "1", "2"):
+        write(tmp_path, f"multirun/2026-11-30/12-00-00/{job}/.hydra/config.yaml", f"lr: {job}\n")
+        write(tmp_path, f"multirun/2026-11-30/12-00-00/{job}/main.log", "step:1 - actor/entropy:0.5 - "
+                                                                        "critic/score/mean:0.1\n")
+    write(tmp_path, "multirun/sweep_config.yaml", "sweeper: basic\n")
+    write(tmp_path, "multirun/README.md", "runs printed `{'loss': 0.1, 'reward': 0.2}` lines\n")
+    split = split_runs(tmp_path / "multirun")
+    assert [r.name for r in split.runs] == [f"2026-11-30/12-00-00/{j}" for j in "012"]
+    assert split.notes == [".: files beside several runs (configs, notes) are not part of any of them"]
+    # a W&B folder with two runs is two runs
+    for rid in ("a", "b"):
+        write(tmp_path, f"proj/wandb/run-20261130_1200{rid}0-{rid}/files/wandb-summary.json", {"train/reward": 1})
+    assert [r.name for r in split_runs(tmp_path / "proj").runs] == ["wandb/run-20261130_1200a0-a",
+                                                                     "wandb/run-20261130_1200b0-b"]
+
+
+def test_commands_about_one_run_refuse_a_folder_of_several(tmp_path):
+    for command in (["report", str(SAMPLES), "--offline"], ["ask", str(SAMPLES), "why?"], ["chat", str(SAMPLES)]):
+        code, out, err = cli(*command)
+        assert code == 2, command
+        assert "holds 12 runs, not one: boundary_collapse, calibration_healthy" in err
+        assert err.startswith("triage: ") and "Traceback" not in err
+    code, out, _ = cli("report", str(SAMPLES), "--offline", "--run", "trl_entropy_collapse", "--json")
+    assert code == 0 and [f["id"] for f in json.loads(out)["findings"]] == ["policy.entropy_collapse"]
+    code, _, err = cli("inspect", str(SAMPLES), "--run", "nope")
+    assert code == 2 and "no run named 'nope'; runs: boundary_collapse" in err
+
+
+def test_inspect_sweep_ranks_worst_first_and_fail_on_applies_to_the_worst(tmp_path):
+    for name in ("trl_healthy", "trl_entropy_collapse", "verl_kl_explosion"):
+        shutil.copytree(SAMPLES / name, tmp_path / name)
+    code, out, _ = cli("inspect", str(tmp_path), "--jobs", "1")
+    assert code == 0
+    lines = [ln for ln in out.splitlines() if ln.startswith("│")]
+    # entropy collapse is high, KL explosion medium, the healthy run has none
+    assert [ln.split("│")[2].strip() for ln in lines] == ["trl_entropy_collapse", "verl_kl_explosion", "trl_healthy"]
+    assert "3 runs (1 high, 1 medium, 1 clean)" in out
+    assert cli("inspect", str(tmp_path), "--fail-on", "high")[0] == 1
+    assert cli("inspect", str(tmp_path / "trl_healthy"), "--fail-on", "medium")[0] == 0
+    code, out, _ = cli("inspect", str(tmp_path), "--json", "--jobs", "2")
+    doc = json.loads(out)
+    assert doc["schema"] == "triage.sweep/v1" and doc["jobs"] == 2
+    assert [(r["name"], r["worst"]) for r in doc["runs"]] == [
+        ("trl_entropy_collapse", "high"), ("verl_kl_explosion", "medium"), ("trl_healthy", None)]
+    assert doc["runs"][0]["report"]["schema"] == "triage.report/v1"
+    assert doc["runs"][0]["report"]["run"]["path"] == str(tmp_path / "trl_entropy_collapse")
+
+
+@pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared/real_runs is not on this machine")
+def test_real_runs_folder_lists_each_real_run():
+    code, out, _ = cli("inspect", str(REAL_RUNS), "--json", "--jobs", "1")
+    names = {r["name"] for r in json.loads(out)["runs"]}
+    assert names == {p.name for p in REAL_RUNS.iterdir() if p.is_dir()}
+
+
+# -- compare ----------------------------------------------------------------------------------------
+
+def test_noise_and_parting_step_by_hand():
+    rng = np.random.default_rng(7)
+    # white noise of sigma 0.01 on a trend: the estimate finds sigma, not the trend (within 10% at 4,000 points)
+    trend = np.linspace(0, 5, 4000) + rng.normal(0, 0.01, 4000)
+    assert noise(trend) == pytest.approx(0.01, rel=0.1)
+    assert noise(np.linspace(0, 1, 50)) == pytest.approx(0.0, abs=1e-12)
+    steps = np.arange(1, 101)
+    a = 1.0 + rng.normal(0, 0.01, 100)
+    base = 1.0 + rng.normal(0, 0.01, 100)
+    b = base.copy()
+    b[59:] -= 0.5  # from step 60 on, B sits 0.5 below A: 35 times the combined noise (0.0141)
+    assert parting_step(steps, a, steps, b, 3.0, 0.05, 3) == 60
+    small = base.copy()
+    small[59:] -= 0.005  # well inside: 3 x 0.0141 / sqrt(5 steps) = 0.019 > 0.005
+    assert parting_step(steps, a, steps, small, 3.0, 0.05, 3) is None
+    back = b.copy()
+    back[89:] = base[89:]  # parts, then comes back: the difference does not stay
+    assert parting_step(steps, a, steps, back, 3.0, 0.05, 3) is None
+    # without noise any lasting difference parts, at the step it starts; B logged every other step is read on
+    # A's grid by linear interpolation, so the step between its last equal and first shifted point shows half
+    flat = np.ones(100)
+    shifted = np.where(steps >= 60, 0.5, 1.0)
+    assert parting_step(steps, flat, steps, shifted, 3.0, 0.05, 3) == 60
+    assert parting_step(steps, flat, steps[1::2], shifted[1::2], 3.0, 0.05, 3) == 59
+    assert parting_step(steps, flat, steps, flat.copy(), 3.0, 0.05, 3) is None
+
+
+def test_config_diff_flattens_and_marks_missing_keys():
+    got = config_diff([{"a.b": 1, "a.c": [1, 2], "d": "x"}, {"a.b": 1, "a.c": [1, 3], "e": True}])
+    assert [(d.key, d.values) for d in got] == [("a.c", [[1, 2], [1, 3]]), ("d", ["x", "(not set)"]),
+                                                ("e", ["(not set)", True])]
+
+
+def test_compare_two_runs_end_to_end(tmp_path):
+    wiggle = [0.01 if i % 2 else -0.01 for i in range(100)]
+    trl_state(tmp_path / "good", [1.0 + w for w in wiggle])
+    trl_state(tmp_path / "bad", [1.0 + w if i < 59 else 0.02 + w for i, w in enumerate(wiggle)],
+              extra={"learning_rate": "1.0e-5", "temperature": 0.7})
+    code, out, _ = cli("compare", str(tmp_path / "good"), str(tmp_path / "bad"), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema"] == "triage.compare/v1"
+    assert [(d["key"], d["values"]) for d in doc["config"]] == [("learning_rate", [1e-6, 1e-5]),
+                                                                ("temperature", ["(not set)", 0.7])]
+    ent = next(s for s in doc["series"] if s["name"] == "entropy")
+    # head/tail: means of the first/last 20 steps; the wiggle averages to 0 over an even count
+    assert ent["runs"][0]["head"] == pytest.approx(1.0) and ent["runs"][1]["tail"] == pytest.approx(0.02)
+    assert ent["tail_minus_first_run"] == [pytest.approx(-0.98)]
+    assert ent["last_minus_first_run"] == [pytest.approx(-0.98)]
+    assert ent["parts_at_step"] == [60]
+    reward = next(s for s in doc["series"] if s["name"] == "reward")
+    assert reward["parts_at_step"] == [None] and reward["tail_minus_first_run"] == [0.0]
+    assert doc["findings"]["only_in"][1]["ids"][0] == "policy.entropy_collapse"
+    assert "policy.entropy_collapse" not in doc["findings"]["only_in"][0]["ids"]
+    code, out, err = cli("compare", str(tmp_path / "good"), str(tmp_path / "bad"), "--html", str(tmp_path / "c.html"))
+    assert code == 0 and "│ entropy" in out and "step 60" in out
+    page = (tmp_path / "c.html").read_text()
+    assert page.count('class="plot"') == len(doc["series"]) and "B parts at 60" in page
+    assert cli("compare", str(tmp_path / "good"))[0] == 2
+    assert "holds 12 runs" in cli("compare", str(SAMPLES), str(tmp_path / "good"))[2]
+
+
+def test_ask_vs_offers_compare_runs_and_the_model_reads_it(tmp_path, monkeypatch):
+    from tests.scripted_server import ScriptedServer, stream_chunks, tool_call
+
+    for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TRIAGE_MODEL"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    script = [{"stream": stream_chunks(tool_calls=[tool_call("compare_runs", '{"series": "entropy"}', "c1")])},
+              {"stream": stream_chunks("Entropy parts at step 4: temperature 0.7 vs 1.")}]
+    with ScriptedServer(script) as srv:
+        code, out, _ = cli("ask", str(SAMPLES / "trl_entropy_collapse"), "why did this fail when B worked?",
+                           "--vs", str(SAMPLES / "trl_healthy"), "--base-url", srv.base_url, "--model", "m",
+                           "--no-save")
+    assert code == 0 and "Entropy parts" in out
+    assert "compare_runs" in [t["function"]["name"] for t in srv.requests[0]["tools"]]
+    assert "B = " in srv.requests[0]["messages"][1]["content"]
+    got = json.loads(next(m for m in srv.requests[1]["messages"] if m["role"] == "tool")["content"])
+    assert got["config"] == [{"key": "temperature", "values": [0.7, 1.0]}]
+    assert [s["name"] for s in got["series"]] == ["entropy"] and got["series"][0]["tail_minus_first_run"][0] > 0.5
+    with ScriptedServer([{"stream": stream_chunks("ok")}]) as srv:
+        cli("ask", str(SAMPLES / "trl_healthy"), "why?", "--base-url", srv.base_url, "--model", "m", "--no-save")
+    assert "compare_runs" not in [t["function"]["name"] for t in srv.requests[0]["tools"]]
+
+
+# -- Ray -----------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_ray_executor_gives_the_same_reports_as_one_job(tmp_path):
+    pytest.importorskip("ray")
+    ray_bin = Path(sys.executable).with_name("ray")
+    for name in ("trl_healthy", "trl_oom_crash", "boundary_collapse", "verl_length_growth"):
+        shutil.copytree(SAMPLES / name, tmp_path / "sweep" / name)
+    port = _free_port()
+    temp = Path("/tmp") / f"ray-t{os.getpid()}"  # Ray's socket paths must stay short
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}  # a throwaway local cluster
+    head = subprocess.Popen([str(ray_bin), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+                             "--node-ip-address=127.0.0.1", "--include-dashboard=false", f"--temp-dir={temp}"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 90
+        out = None
+        while time.time() < deadline:
+            got = subprocess.run([sys.executable, "-m", "triage_agent", "inspect", str(tmp_path / "sweep"), "--json",
+                                  "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"],
+                                 env=env, capture_output=True, text=True, timeout=180, check=False)
+            if got.returncode == 0:
+                out = got.stdout
+                break
+            time.sleep(2)  # the head is still starting
+        assert out is not None, got.stderr[-2000:]
+    finally:
+        os.killpg(head.pid, 15)
+        head.wait(timeout=60)
+        shutil.rmtree(temp, ignore_errors=True)
+    by_ray = json.loads(out)
+    code, one, _ = cli("inspect", str(tmp_path / "sweep"), "--json", "--jobs", "1")
+    by_one = json.loads(one)
+    assert by_ray["executor"] == "ray" and by_one["executor"] == "local"
+
+    def runs(doc: dict) -> list:
+        return [{**r, "report": {**r["report"], "notes": []}} for r in doc["runs"]]
+
+    assert runs(by_ray) == runs(by_one)
+
+
+# -- S3 through a real S3-compatible server ----------------------------------------------------------
+
+@pytest.fixture
+def s3(tmp_path):
+    pytest.importorskip("s3fs")
+    moto = Path(sys.executable).with_name("moto_server")
+    if not moto.exists():
+        pytest.skip("moto[server] is not installed")
+    port = _free_port()
+    log = open(tmp_path / "moto.log", "w")  # noqa: SIM115 - the server writes to it until the test ends
+    proc = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "AKIATRIAGETEST0001",
+           "AWS_SECRET_ACCESS_KEY": "s3cr3t-TRIAGE-never-printed-0123456789", "AWS_DEFAULT_REGION": "us-east-1",
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield env, tmp_path / "moto.log"
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+def _gets(log: Path, prefix: str) -> int:
+    """Object reads in the server's access log (listings carry `?list-type`)."""
+    return sum(1 for ln in log.read_text().splitlines() if f'"GET /{prefix}' in ln and "list-type" not in ln)
+
+
+def test_s3_sweep_reads_like_local_and_the_second_pass_only_from_the_cache(s3, tmp_path):
+    import s3fs
+
+    env, log = s3
+    local = tmp_path / "sweep"
+    for name in ("trl_healthy", "trl_entropy_collapse", "swift_zero_variance", "boundary_collapse"):
+        shutil.copytree(SAMPLES / name, local / name)
+    write(local, "trl_healthy/checkpoint-200/model.safetensors", b"\0" * 4096)  # never fetched
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": env["AWS_ENDPOINT_URL"]}, key=env["AWS_ACCESS_KEY_ID"],
+                           secret=env["AWS_SECRET_ACCESS_KEY"])
+    fs.mkdir("bucket")
+    fs.put(str(local) + "/", "bucket/sweep/", recursive=True)
+    fs.pipe("bucket/sweep/trl_healthy/../escape.log", b"step:1 - actor/entropy:1\n")  # a key that climbs out
+    fs.pipe("bucket/sweep/trl_healthy/odd\\name.log", b"step:1 - actor/entropy:1\n")  # not a file name here
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "triage_agent", *argv], capture_output=True, text=True,
+                              env={**os.environ, **env}, timeout=300, check=False)
+
+    first = run("inspect", "s3://bucket/sweep", "--json", "--jobs", "1")
+    assert first.returncode == 0, first.stderr
+    after_first = _gets(log, "bucket/sweep")
+    assert after_first > 0 and '"GET /bucket/sweep/trl_healthy/checkpoint-200/model.safetensors' not in log.read_text()
+    second = run("inspect", "s3://bucket/sweep", "--json", "--jobs", "2")
+    assert _gets(log, "bucket/sweep") == after_first  # nothing fetched twice
+    remote_doc, again = json.loads(first.stdout), json.loads(second.stdout)
+    assert any("fetched 0 file(s)" in n for n in again["notes"])
+    local_doc = json.loads(run("inspect", str(local), "--json", "--jobs", "1").stdout)
+
+    def comparable(doc: dict) -> list:
+        return [(r["name"], r["ids"], [f["evidence"] for f in r["report"]["findings"]]) for r in doc["runs"]]
+
+    assert comparable(remote_doc) == comparable(local_doc) == comparable(again)
+    assert remote_doc["runs"][0]["report"]["run"]["path"].startswith("s3://bucket/sweep/")
+    assert any("not a safe file name: 'trl_healthy/odd\\\\name.log'" in n for n in remote_doc["notes"])
+    assert not list(tmp_path.rglob("escape.log"))  # the climbing key was never written anywhere
+    # one run of the sweep, by URL, as for a local folder
+    one = run("report", "s3://bucket/sweep/trl_entropy_collapse", "--offline", "--json")
+    assert [f["id"] for f in json.loads(one.stdout)["findings"]] == ["policy.entropy_collapse"]
+    # credentials are never printed nor written
+    secret = env["AWS_SECRET_ACCESS_KEY"]
+    for proc in (first, second, one):
+        assert secret not in proc.stdout + proc.stderr
+    for path in Path(env["XDG_CACHE_HOME"]).rglob("*"):
+        assert not path.is_file() or secret.encode() not in path.read_bytes()
+    missing = run("inspect", "s3://bucket/nothing-here")
+    assert missing.returncode == 2 and missing.stderr.strip() == "triage: s3://bucket/nothing-here: no such folder"

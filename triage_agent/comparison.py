@@ -1,0 +1,153 @@
+"""Runs side by side, over their loaded facts: what `triage compare` and the `compare_runs` tool show.
+
+The first run is the reference: differences and the step where curves part are measured against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from triage_agent.analysis import compare as cmp
+from triage_agent.analysis.stats import rnd
+from triage_agent.analysis.trends import Series, SeriesSummary, summarize
+from triage_agent.findings.facts import Facts
+from triage_agent.runs.formats.canonical import ALIASES
+
+SCHEMA = "triage.compare/v1"
+
+
+@dataclass
+class SeriesCompare:
+    name: str
+    summaries: list[SeriesSummary | None]  # one per run
+    parts_at: list[int | None]  # the step where run i's curve parts from the first run's (None for the first)
+    sources: list[str | None]
+    curves: list[Series | None] = field(repr=False, default_factory=list)
+
+
+@dataclass
+class Comparison:
+    names: list[str]  # where each run lives
+    config: list[cmp.ConfigDiff]
+    series: list[SeriesCompare]
+    only: list[list[str]]  # finding ids each run has that no other run has
+    common: list[str]
+
+    def document(self, limit: int | None = None) -> dict[str, Any]:
+        """The comparison as JSON; `limit` bounds the config keys (for the model)."""
+        config = self.config if limit is None else self.config[:limit]
+
+        def summary(s: SeriesSummary | None) -> dict[str, Any] | None:
+            if s is None:
+                return None
+            return {"steps": s.n, "first": rnd(s.first, 4), "last": rnd(s.last, 4), "head": rnd(s.head, 4),
+                    "tail": rnd(s.tail, 4), "first_step": s.first_step, "last_step": s.last_step}
+
+        def delta(sc: SeriesCompare, i: int, key: str) -> float | None:
+            a, b = sc.summaries[0], sc.summaries[i]
+            return None if a is None or b is None else rnd(getattr(b, key) - getattr(a, key), 4)
+
+        return {
+            "schema": SCHEMA, "runs": self.names,
+            "config": [{"key": d.key, "values": [_jsonable(v) for v in d.values]} for d in config],
+            **({"config_keys_left_out": len(self.config) - len(config)} if len(config) < len(self.config) else {}),
+            "series": [{"name": sc.name, "runs": [summary(s) for s in sc.summaries],
+                        "tail_minus_first_run": [delta(sc, i, "tail") for i in range(1, len(sc.summaries))],
+                        "last_minus_first_run": [delta(sc, i, "last") for i in range(1, len(sc.summaries))],
+                        "parts_at_step": sc.parts_at[1:], "sources": sc.sources} for sc in self.series],
+            "findings": {"common": self.common,
+                         "only_in": [{"run": n, "ids": ids} for n, ids in zip(self.names, self.only)]},
+        }
+
+
+def _jsonable(v: Any) -> Any:
+    return v if isinstance(v, (str, int, float, bool, type(None), list, dict)) else str(v)
+
+
+def flat_config(facts: Facts) -> dict[str, Any]:
+    """The run's config as dotted keys to leaf values (the first file that sets a key wins)."""
+    out: dict[str, Any] = {}
+
+    def put(key: str, value: Any, depth: int = 0) -> None:
+        if isinstance(value, dict) and value and depth < 8:
+            for k, v in value.items():
+                put(f"{key}.{k}", v, depth + 1)
+        else:
+            out.setdefault(key, value)
+
+    for cv in facts.run.config_values:
+        put(cv.name, cv.value)
+    return out
+
+
+def series_of(facts: Facts) -> dict[str, Series]:
+    """The curves a comparison reads: canonical trainer series (and components, validation), each
+    round role's history columns end to end (`generator/accuracy`), and the eval history."""
+    out: dict[str, Series] = {}
+    run = facts.run
+    if run.metrics is not None:
+        cols = [c for c in facts.trainer_columns() if c in ALIASES or c.startswith("rc:")]
+        for name in [*cols, "validation"]:
+            s = facts.series(name)
+            if s is not None:
+                out[name] = s
+    for role in sorted({r.role for r in run.rounds if r.role != "policy"}):
+        offset = 0
+        parts: dict[str, list[tuple[np.ndarray, np.ndarray, str]]] = {}
+        for rd in run.rounds_of(role):
+            if rd.history is None:
+                continue
+            frame = rd.history.frame
+            steps = frame["step"].to_numpy(dtype=float)
+            for col in frame.columns:
+                if col == "step" or str(col).startswith("__") or not pd.api.types.is_numeric_dtype(frame[col]):
+                    continue
+                parts.setdefault(col, []).append((steps + offset, frame[col].to_numpy(dtype=float),
+                                                  rd.history.source))
+            offset += int(np.nanmax(steps)) + 1 if len(steps) else 0
+        for col, chunks in parts.items():
+            st, vals = np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks])
+            ok = np.isfinite(st) & np.isfinite(vals)
+            if ok.sum():
+                out[f"{role}/{col}"] = Series(f"{role}/{col}", st[ok].astype(np.int64), vals[ok], chunks[0][2])
+    if run.eval_history is not None:
+        frame = run.eval_history.frame
+        for col in ("proxy_reward", "gold_pass_rate"):
+            if col in frame.columns:
+                st, vals = frame["step"].to_numpy(dtype=float), frame[col].to_numpy(dtype=float)
+                ok = np.isfinite(st) & np.isfinite(vals)
+                if ok.sum():
+                    out[f"eval/{col}"] = Series(f"eval/{col}", st[ok].astype(np.int64), vals[ok],
+                                                run.eval_history.source)
+    return out
+
+
+def compare_facts(facts: list[Facts], finding_ids: list[list[str]]) -> Comparison:
+    """Over loaded runs and their findings' ids: the comparison the views and the `compare_runs` tool show."""
+    rules = facts[0].rules
+    config = cmp.config_diff([flat_config(f) for f in facts])
+    curves = [series_of(f) for f in facts]
+    names: list[str] = []
+    for c in curves:
+        names += [n for n in c if n not in names]
+    series = []
+    for name in names:
+        per = [c.get(name) for c in curves]
+        parts: list[int | None] = [None]
+        ref = per[0]
+        for s in per[1:]:
+            parts.append(None if ref is None or s is None else cmp.parting_step(
+                ref.steps, ref.values, s.steps, s.values, rules["compare_noise_k"],
+                rules["compare_window_fraction"], int(rules["compare_min_window"])))
+        fraction, points = rules["head_tail_fraction"], int(rules["head_tail_min_points"])
+        series.append(SeriesCompare(name, [None if s is None else summarize(s, fraction, points) for s in per],
+                                    parts, [None if s is None else s.source for s in per], per))
+    ids = finding_ids
+    only = [[i for i in mine if not any(i in other for j, other in enumerate(ids) if j != k)]
+            for k, mine in enumerate(ids)]
+    common = [i for i in ids[0] if all(i in other for other in ids[1:])]
+    return Comparison([f.run.where for f in facts], config, series, only, common)
