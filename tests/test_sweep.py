@@ -333,3 +333,9 @@ def test_s3_sweep_reads_like_local_and_the_second_pass_only_from_the_cache(s3, t
         assert not path.is_file() or secret.encode() not in path.read_bytes()
     missing = run("inspect", "s3://bucket/nothing-here")
     assert missing.returncode == 2 and missing.stderr.strip() == "triage: s3://bucket/nothing-here: no such folder"
+
+
+def test_remote_urls_that_cannot_be_read_are_one_line():
+    assert cli("inspect", "s3://")[2].strip() == "triage: s3://: give a folder after the protocol, e.g. s3://bucket/runs/"
+    code, _, err = cli("inspect", "nosuch://x/y")
+    assert code == 2 and err.startswith("triage: nosuch://x/y: cannot open nosuch:// (ValueError: Protocol not known")

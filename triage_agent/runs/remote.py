@@ -125,9 +125,11 @@ def _listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, 
 def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
            env: dict[str, str] | None = None) -> Mirror:
     """Fetch what discovery needs of a remote run (or sweep) into the cache; return its local copy."""
-    url = url.rstrip("/")
+    m = _URL.match(url)
+    if m is None or not m.group(2).strip("/"):
+        raise TriageError(f"{url}: give a folder after the protocol, e.g. s3://bucket/runs/")
+    protocol, url = m.group(1).lower(), f"{m.group(1)}://{m.group(2).rstrip('/')}"
     fs, root = _filesystem(url)
-    protocol = _URL.match(url).group(1).lower()  # type: ignore[union-attr]
     local = cache_root(env) / protocol / Path(*[p for p in root.split("/") if p not in ("", ".", "..")])
     res = Mirror(url, local)
     try:
