@@ -1,7 +1,7 @@
 """Streaming scans of free-text training logs: metric lines, progress bars, crashes.
 
-Logs can be gigabytes, so a scan reads one line at a time, tests cheap byte substrings before any
-regex, and keeps only bounded state. What it reads, whatever the trainer:
+Logs can be gigabytes, so a scan reads them by blocks and parses only the lines holding a marker
+(`MARKERS`, found by blockscan.py at close to disk speed), and keeps only bounded state. What it reads, whatever the trainer:
 
 - verl console metric lines `step:N - key:value - ...` (Ray prefixes and ANSI colours stripped);
 - TRL / transformers / ms-swift dict lines `{'loss': 0.01, 'reward': 0.5, ...}` printed between tqdm
@@ -15,11 +15,14 @@ regex, and keeps only bounded state. What it reads, whatever the trainer:
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from triage_agent import redact
+from triage_agent.runs import blockscan
 from triage_agent.runs.model import CrashInfo, Frame, LogScan
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -42,17 +45,21 @@ _FATAL = [
     (re.compile(r"NCCL.*(?:[Tt]imeout|timed out)|Watchdog caught collective operation timeout"), "NCCL timeout"),
     (re.compile(r"Segmentation fault|core dumped|SIGSEGV"), "Segmentation fault"),
     (re.compile(r"^Killed$|received signal SIG(?:TERM|KILL|HUP)|Received SIG(?:TERM|KILL|HUP)"), "Killed"),
-    (re.compile(r"\b(?:loss|Loss)\b(?: is|:|=)\s*(?:nan|NaN|inf|-inf)\b|NaN or Inf found|non-finite loss", re.I),
-     "NaN/inf loss"),
+    (re.compile(r"\b(?:loss|Loss|LOSS)(?: is|:|=)\s*-?(?:nan|NaN|NAN|inf|Inf|INF)\b|NaN or Inf found|"
+                r"non-finite loss"), "NaN/inf loss"),
     (re.compile(r"No space left on device|\[Errno 28\]"), "No space left on device"),
     (re.compile(r"EngineDeadError|EngineCore .*died|RPC call to \w+ timed out"), "vLLM engine died"),
     (re.compile(r"ray\.exceptions\.\w+Error|RayTaskError|ActorDiedError"), "Ray task error"),
 ]
-_FATAL_HINTS = (b"memory", b"NCCL", b"Watchdog", b"Segmentation", b"core dumped", b"SIGSEGV", b"Killed", b"SIG",
-                b"nan", b"NaN", b"inf", b"Ray", b"Actor", b"Errno 28", b"No space", b"Engine")
-# one search per line: a line without any of these is not read further (most of a log is rollout text)
-_INTERESTING = re.compile(b"|".join(re.escape(h) for h in (
-    b"step:", b"Traceback", b"%|", b"Error", b"{'", b'{"', b"Total training steps", *_FATAL_HINTS)))
+# What a line must hold to be read at all (most of a log is rollout text): the metric line, progress bar,
+# dict line, traceback and fatal-line markers of every reader above. Each _FATAL pattern holds one of them.
+MARKERS: tuple[bytes, ...] = (
+    b"step:", b"Total training steps", b"%|", b"{'", b'{"', b"Traceback (most recent call last)",
+    b"out of memory", b"OutOfMemoryError", b"NCCL", b"Watchdog caught", b"Segmentation fault", b"core dumped",
+    b"SIGSEGV", b"Killed", b"signal SIG", b"Received SIG", b"loss is", b"loss:", b"loss=", b"Loss is", b"Loss:",
+    b"Loss=", b"LOSS", b"NaN or Inf", b"non-finite", b"No space left", b"Errno 28", b"EngineDeadError", b"EngineCore",
+    b"RPC call to", b"ray.exceptions.", b"RayTaskError", b"ActorDiedError")
+_INTERESTING = re.compile(b"|".join(re.escape(m) for m in MARKERS))
 _EXC_SKIP = ("During handling", "The above exception", "Traceback")
 # crash kinds (spec: trainer-findings.md, log.crash), tried in order on "exception: message"
 KINDS: list[tuple[str, re.Pattern[str]]] = [
@@ -377,19 +384,67 @@ class _Scanner:
         return self.scan
 
 
-def scan_log(path: Path, rel: str) -> LogScan:
-    """One pass over the log; memory stays bounded whatever the length of its lines."""
+def scan_log_lines(path: Path, rel: str) -> LogScan:
+    """The reference scan: one line at a time (`scan_log` must give the same result, faster)."""
     sc = _Scanner(rel)
-    lineno = 0
     with path.open("rb") as fh:
-        while raw := fh.readline(MAX_LINE):
-            lineno += 1
-            sc.scan.lines = lineno
-            if len(raw) == MAX_LINE and not raw.endswith(b"\n"):
-                # a line longer than MAX_LINE (a dumped tensor, a base64 image): skip the rest of it unread
-                while (more := fh.readline(MAX_LINE)) and not more.endswith(b"\n"):
-                    pass
-                sc.scan.started = True
-                continue
-            sc.line(raw, lineno)
+        _read_lines(sc, fh, 0, None)
     return sc.finish()
+
+
+def _read_lines(sc: _Scanner, fh: BinaryIO, lineno: int, stop: Callable[[int], bool] | None) -> int:
+    """Feed lines to the scanner from the file's position until `stop(lineno)` says so (or the end);
+    returns the line number reached. Memory stays bounded whatever the length of a line."""
+    while (stop is None or not stop(lineno)) and (raw := fh.readline(MAX_LINE)):
+        lineno += 1
+        sc.scan.lines = lineno
+        if len(raw) == MAX_LINE and not raw.endswith(b"\n"):
+            # a line longer than MAX_LINE (a dumped tensor, a base64 image): skip the rest of it unread
+            while (more := fh.readline(MAX_LINE)) and not more.endswith(b"\n"):
+                pass
+            sc.scan.started = True
+            continue
+        sc.line(raw, lineno)
+    return lineno
+
+
+def scan_log(path: Path, rel: str, jobs: int | None = None) -> LogScan:
+    """One pass over the log by blocks: the head (trainer detection) and tracebacks are read line by line,
+    the rest only where a marker is (blockscan.py). Gives what `scan_log_lines` gives."""
+    sc = _Scanner(rel)
+    with path.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        lineno = _read_lines(sc, fh, 0, lambda n: n >= DETECT_LINES and sc.tb is None)
+        reached = fh.tell()
+        if reached < size:
+            before = lineno  # newlines before the block being read
+            last = -1
+            for blk in blockscan.blocks(fh.fileno(), size, reached, MARKERS, MAX_LINE, jobs):
+                for start, newlines, raw in blk.lines:
+                    if start < reached or start <= last:
+                        continue  # read already (line by line, or by the block before)
+                    last = start
+                    at = before + newlines + 1
+                    if raw is None:
+                        sc.scan.started = True
+                        continue
+                    sc.line(raw, at)
+                    if sc.tb is not None:  # a traceback: read on line by line until it ends
+                        fh.seek(start + len(raw))
+                        lineno = _read_lines(sc, fh, at, lambda _n: sc.tb is None)
+                        reached = fh.tell()
+                before += blk.newlines
+            tail = os.pread(fh.fileno(), 1, size - 1) if size else b"\n"
+            sc.scan.lines = before + (0 if tail == b"\n" else 1)
+        if not sc.scan.started and size:
+            sc.scan.started = _any_text(fh)
+    return sc.finish()
+
+
+def _any_text(fh: BinaryIO) -> bool:
+    """Whether the file holds anything but whitespace (the rare log whose head is blank)."""
+    fh.seek(0)
+    while chunk := fh.read(1 << 20):
+        if chunk.strip():
+            return True
+    return False

@@ -1,0 +1,136 @@
+"""The block scanner gives what the line-by-line reference scanner gives, on tricky input.
+
+Blocks are made tiny (and the head read line by line short) so that every case crosses block edges."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from triage_agent.runs import blockscan, logs
+from triage_agent.runs.logs import scan_log, scan_log_lines
+
+METRIC = ("\x1b[36m(TaskRunner pid=38606)\x1b[0m step:{s} - critic/score/mean:np.float64(0.{r}) - "
+          "actor/entropy:0.{e} - response_length/clip_ratio:0.1\n")
+NOISE = "\x1b[36m(Worker pid=5)\x1b[0m <think>the answer is 42; information about inference</think>\n"
+TRACE = ('Traceback (most recent call last):\n  File "/app/train.py", line 88, in step\n    loss.backward()\n'
+         '  File "/usr/lib/python3.11/site-packages/torch/_tensor.py", line 5, in backward\n'
+         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+
+
+@pytest.fixture(params=["re2", "re", "hyperscan"])
+def tiny(request, monkeypatch):
+    if request.param == "hyperscan":
+        pytest.importorskip("hyperscan")
+    monkeypatch.setenv(blockscan.ENGINE_ENV, request.param)
+    monkeypatch.setattr(blockscan, "BLOCK", 4096)
+    monkeypatch.setattr(logs, "DETECT_LINES", 3)
+    return request.param
+
+
+def equal(a: logs.LogScan, b: logs.LogScan) -> bool:
+    return repr(a) == repr(b)  # NaN values logged by a run are equal here (they never are with ==)
+
+
+def same(path: Path) -> logs.LogScan:
+    block, line = scan_log(path, "x.log", jobs=2), scan_log_lines(path, "x.log")
+    assert equal(block, line)
+    return block
+
+
+def test_metric_lines_cut_by_every_block_edge(tmp_path, tiny):
+    path = tmp_path / "verl.log"
+    # lines of varying length so that block edges fall inside metric lines, markers and newlines alike
+    text = "".join(NOISE[: 20 + (i * 37) % 60] + "\n" + METRIC.format(s=i, r=i % 97, e=i % 9) for i in range(1, 400))
+    path.write_text(text)
+    scan = same(path)
+    assert scan.metric_steps == 399 and scan.last_step == 399
+    assert scan.lines == text.count("\n")
+    edges = [k * 4096 for k in range(1, len(text) // 4096)]
+    starts = [m for m in range(len(text)) if text.startswith("step:", m)]
+    assert any(any(s < e < s + 100 for e in edges) for s in starts)  # some metric line really is cut
+
+
+def test_carriage_return_redraws_and_dict_lines(tmp_path, tiny):
+    bar = "".join(f"\r{i * 100 // 300:3d}%|##        | {i}/300 [00:{i % 60:02d}<01:00,  1.00it/s]" for i in range(1, 301))
+    dicts = "".join(f"{{'loss': 0.{i}, 'reward': 0.5, 'entropy': {1 - i / 400:.3f}, 'epoch': 0.1}}\n"
+                    for i in range(1, 41))
+    path = tmp_path / "trl.out"
+    path.write_bytes(("***** Running training *****\n" + bar + "\n" + dicts + bar).encode())
+    scan = same(path)
+    assert scan.progress_total == 300 and scan.metric_steps == 40
+
+
+def test_a_50_mb_line_without_newline(tmp_path, tiny, monkeypatch):
+    path = tmp_path / "dump.log"
+    with path.open("wb") as fh:
+        fh.write(METRIC.format(s=1, r=1, e=1).encode() * 3)
+        fh.write(b"x" * (25 << 20) + b" step:9 - actor/entropy:0.1 " + b"y" * (25 << 20))  # no newline, a marker inside
+    scan = same(path)
+    assert scan.metric_steps == 3 and scan.lines == 4
+
+
+def test_invalid_utf8_and_a_crash_at_the_end(tmp_path, tiny):
+    path = tmp_path / "bad.log"
+    body = b"".join(b"\xff\xfe garbage \xc3\x28 " + METRIC.format(s=i, r=i, e=i % 9).encode() for i in range(1, 200))
+    path.write_bytes(body + b"\xed\xa0\x80\n" + TRACE.encode())
+    scan = same(path)
+    assert scan.crash is not None and scan.crash.kind == "oom" and scan.crash.frame.file == "/app/train.py"
+
+
+def test_a_file_that_grows_while_it_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(blockscan, "BLOCK", 4096)
+    path = tmp_path / "live.log"
+    path.write_text("".join(METRIC.format(s=i, r=i, e=i % 9) for i in range(1, 2000)))
+    stop = threading.Event()
+
+    def writer() -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        i = 2000
+        while not stop.is_set() and i < 40_000:
+            os.write(fd, METRIC.format(s=i, r=i, e=i % 9).encode())  # whole lines, one write each
+            i += 1
+        os.close(fd)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    time.sleep(0.01)
+    try:
+        scan = scan_log(path, "live.log", jobs=2)
+    finally:
+        stop.set()
+        t.join()
+    # the scan is a consistent snapshot: exactly the reference scan of the lines it counted
+    snapshot = tmp_path / "snap.log"
+    with path.open("rb") as fh:
+        snapshot.write_bytes(b"".join(fh.readline() for _ in range(scan.lines)))
+    assert scan.lines >= 1999
+    assert equal(scan, scan_log_lines(snapshot, "live.log"))
+
+
+FRAGMENTS = st.sampled_from([
+    METRIC.format(s=7, r=3, e=2), NOISE, TRACE, "{'loss': 0.5, 'reward': nan, 'epoch': 0.2}\n",
+    " 12%|#2        | 12/100 [00:12<01:28,  1.00it/s]\r", " 13%|#3        | 13/100 [00:13<01:27, act_loss=0.1, reward=0.2]\r",
+    "Total training steps: 100\n", "Killed\n", "[rank0]: Watchdog caught collective operation timeout: NCCL\n",
+    "loss is nan\n", "\n", "\r\n", "\xff\xfe\n", "step:3 - a:1 - b:2", "x" * 300 + "\n", "ERROR: x Traceback (most recent call last):\n",
+])
+
+
+@settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(FRAGMENTS, max_size=60), steps=st.lists(st.integers(0, 10**6), min_size=60, max_size=60),
+       block=st.integers(64, 700))
+def test_block_and_line_scanners_agree_on_anything(tmp_path_factory, monkeypatch, parts, steps, block):
+    monkeypatch.setattr(blockscan, "BLOCK", block)
+    monkeypatch.setattr(logs, "DETECT_LINES", 2)
+    monkeypatch.setattr(logs, "MAX_LINE", 256)  # the 300-byte fragment is a line too long to read
+    text = "".join(p.replace("step:7", f"step:{s}") for p, s in zip(parts, steps))
+    path = tmp_path_factory.mktemp("prop") / "any.log"
+    path.write_bytes(text.encode("utf-8", errors="surrogateescape") if "\xff" not in text
+                     else text.encode("latin-1", errors="replace"))
+    assert equal(scan_log(path, "any.log", jobs=2), scan_log_lines(path, "any.log"))
