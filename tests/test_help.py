@@ -14,7 +14,7 @@ def commands():
 
 
 def test_every_command_has_help_with_an_example():
-    assert commands() == ["apply", "ask", "chat", "compare", "doctor", "eval", "inspect", "mcp", "report"]
+    assert commands() == ["apply", "ask", "chat", "compare", "doctor", "eval", "inspect", "mcp", "report", "watch"]
     for name in commands():
         proc = subprocess.run([sys.executable, "-m", "triage_agent", name, "--help"], capture_output=True, text=True,
                               check=False)

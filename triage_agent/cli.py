@@ -26,6 +26,8 @@ EXAMPLES = {
     "apply": "example: triage report RUN --json > r.json && triage apply r.json --write fixed/",
     "chat": "example: triage chat sample_runs/boundary_collapse --resume",
     "eval": "example: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 triage eval --models qwen2.5-7b,llama-3.1-8b --json",
+    "watch": """example: triage watch outputs/run1 --exit-on high --on-finding 'curl -s -d @- $SLACK_WEBHOOK'
+         triage watch outputs/run1 --json --interval 30 --stall-after 20m""",
     "compare": "example: triage compare sample_runs/healthy sample_runs/boundary_collapse --html compare.html",
     "mcp": """example: triage mcp --root ~/runs   (stdio, for an IDE agent)
          triage mcp --print-config claude   (.mcp.json for Claude Code; also codex, cursor, vscode)
@@ -114,6 +116,22 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--write", metavar="DIR", help="write edited copies of the config files under DIR")
     group.add_argument("--in-place", action="store_true", help="edit the originals, after saving .bak backups")
     sp.set_defaults(func=_cmd_apply)
+    sp = command("watch", "follow a run while it trains; report each finding once, as it appears",
+                 "Follow a run folder while it is written: each pass reads only what was appended, evaluates the "
+                 "same rules as inspect and prints each new (or more severe) finding once, with the step where it "
+                 "starts. A run that stops logging steps raises run.stalled; a log that ends in a crash raises "
+                 "log.crash. Wakes on file changes (watchfiles, when installed) or every --interval seconds.")
+    sp.add_argument("run", help="the run folder (or a remote URL, re-listed every pass)")
+    sp.add_argument("--interval", type=_duration, default=5.0, metavar="SECONDS",
+                    help="seconds between passes when nothing wakes the watch earlier (default 5)")
+    sp.add_argument("--stall-after", type=_duration, default=900.0, metavar="DURATION",
+                    help="run.stalled after no new step for this long (90s, 15m, 1h; default 15m) or 10x the "
+                         "median step time, whichever is longer")
+    sp.add_argument("--on-finding", metavar="CMD",
+                    help="run CMD (a shell command) for each event, the event as JSON on its stdin")
+    sp.add_argument("--exit-on", choices=SEVERITIES[:3], help="exit 1 at the first finding this severe or worse")
+    sp.add_argument("--json", action="store_true", help="one JSON object per line for each event")
+    sp.set_defaults(func=_cmd_watch)
     sp = command("compare", "runs side by side: config keys that differ, curves, where they part, findings",
                  "Put runs side by side: the config keys that differ, each series' first, last, head and tail "
                  "with the difference to the first run, the step where each curve parts from the first run's "
@@ -249,6 +267,19 @@ def _spinner(err: Console, what: str) -> Any:
     return err.status(what, spinner="dots") if err.is_terminal else contextlib.nullcontext()
 
 
+def _duration(text: str) -> float:
+    """`90`, `90s`, `15m`, `1h` -> seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    t = text.strip().lower()
+    try:
+        value = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 7 * 86400:
+        raise argparse.ArgumentTypeError("a duration is a number of seconds, or like 90s, 15m, 1h (at most 7 days)")
+    return value
+
+
 def _width(text: str) -> int:
     try:
         n = int(text)
@@ -310,6 +341,46 @@ def _picked(location: str, pick: str | None) -> str:
     if got is None:
         raise TriageError(f"{location}: no run named {pick!r}; runs: {', '.join(r.name for r in split.runs[:12])}")
     return str(got.path)
+
+
+ON_FINDING_SECONDS = 60  # an --on-finding command that runs longer is stopped
+
+
+def _cmd_watch(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import json
+    import subprocess
+
+    from triage_agent.commands.watch import WatchEvent, watch
+    from triage_agent.findings.model import SEVERITY_RANK
+    from triage_agent.render.terminal import SEVERITY_STYLE
+
+    if not args.json:
+        err.print(_literal(f"watching {args.run} (every {args.interval:g} s; run.stalled after "
+                           f"{args.stall_after / 60:g} min without a step); Ctrl-C stops"))
+
+    def on_event(ev: WatchEvent) -> bool:
+        doc = ev.document()
+        line = json.dumps(doc, ensure_ascii=False, default=str)
+        if args.json:
+            out.file.write(line + "\n")
+            out.file.flush()
+        else:
+            from rich.text import Text
+
+            out.print(Text.assemble(doc["at"][11:19] + "  ", (f"{ev.severity:<6}", SEVERITY_STYLE[ev.severity]), "  ",
+                                    _literal(ev.id, "bold"), _literal(f"  from step {ev.step}" if ev.step is not None
+                                                                     else ""), "  ", _literal(ev.title)))
+        if args.on_finding:
+            try:
+                proc = subprocess.run(args.on_finding, shell=True, input=line + "\n", text=True,  # noqa: S602
+                                      capture_output=True, timeout=ON_FINDING_SECONDS, check=False)
+                if proc.returncode != 0:
+                    err.print(_literal(f"triage: --on-finding exited {proc.returncode}: {proc.stderr.strip()[:200]}"))
+            except subprocess.TimeoutExpired:
+                err.print(_literal(f"triage: --on-finding ran over {ON_FINDING_SECONDS} s and was stopped"))
+        return bool(args.exit_on) and SEVERITY_RANK[ev.severity] <= SEVERITY_RANK[args.exit_on]
+
+    return watch(args.run, on_event, interval=args.interval, stall_after=args.stall_after)
 
 
 def _cmd_compare(args: argparse.Namespace, out: Console, err: Console) -> int:

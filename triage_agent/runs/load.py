@@ -17,11 +17,31 @@ from triage_agent.runs import remote, sweep
 from triage_agent.runs.configs import load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.canonical import Canonical, canonicalize, validation_series
-from triage_agent.runs.model import ParseError, Round, Run, SourceFile, Table
+from triage_agent.runs.model import ConfigValue, ParseError, Round, Run, SourceFile, Table
 from triage_agent.runs.tables import normalize, read_table
 
 KINDS = ("selector-generator", "solver-calibration", "generic")
 Progress = Callable[[str, int, int], None]
+
+
+class Reader:
+    """How files are read: whole, each time (this class), or incrementally for a run still being written
+    (`runs/follow.py`, behind `triage watch`)."""
+
+    def config(self, path: Path, rel: str) -> tuple[Any, list[Any], list[ParseError]]:
+        return load_config(path, rel)
+
+    def table(self, path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+        return read_table(path, rel)
+
+    def trainer(self, role: str, path: Path, rel: str) -> FormatRead:
+        return BY_NAME[role].read(path, rel)
+
+    def canonical(self, rel: str, rows: list[dict[str, Any]], columns: dict[str, str]) -> Canonical:
+        return canonicalize(rows, columns)
+
+
+DIRECT = Reader()
 
 
 def _round_key(found: disc.Found, fallback: dict[str, int]) -> tuple[str, int]:
@@ -46,7 +66,7 @@ class MultiRunError(TriageError):
 
 
 def load_run(path: str | Path, progress: Progress | None = None, now: float | None = None, *,
-             split: bool = True, display: str | None = None) -> Run:
+             split: bool = True, display: str | None = None, reader: Reader = DIRECT) -> Run:
     """Read one run folder (a local path or a remote URL). A folder holding several runs raises
     `MultiRunError` unless `split` is off (the caller has split it already).
     `now` is the clock that `run.in_progress` compares file times with."""
@@ -74,7 +94,7 @@ def load_run(path: str | Path, progress: Progress | None = None, now: float | No
         if progress:
             progress(f.rel, i, len(found))
         try:
-            _read_one(run, f, manifest, rounds, fallback, trainer)
+            _read_one(run, f, manifest, rounds, fallback, trainer, reader)
         except OSError as exc:  # unreadable (permissions, vanished, a read error): reported, the rest goes on
             run.parse_errors.append(ParseError(f.rel, None, f"unreadable: {exc.strerror or exc}"))
     for key, rnd in rounds.items():
@@ -82,12 +102,27 @@ def load_run(path: str | Path, progress: Progress | None = None, now: float | No
             cols = set(rnd.history.frame.columns)
             rnd.role = "selector" if "boundary" in cols else "generator" if "accuracy" in cols else "run"
     run.rounds = sorted(rounds.values(), key=lambda r: (r.role, r.index))
-    trainer.attach(run, manifest.columns)
+    trainer.attach(run, manifest.columns, reader)
     run.kind = _kind(run, manifest.kind)
     if not run.files or not _training_evidence(run):
         what = "" if not run.files else f" ({len(run.logs)} log file(s) with no training output in them)"
         raise TriageError(f"{run.where}: nothing recognisable{what}: no configs, tables, trainer outputs or training "
                           "logs; see the run-folder format in the README")
+    return run
+
+
+def run_from_rows(root: Path, source: str, rows: list[dict[str, Any]], *, planned: int | None = None,
+                  trainer: str | None = None, config: dict[str, Any] | None = None, now: float | None = None) -> Run:
+    """A run from metric rows logged in-process (the trainer callback): the same path from rows to the
+    canonical series as files take, so the same rules judge it."""
+    now = time.time() if now is None else now
+    run = Run(root=root, kind="generic", now=now, newest_mtime=now)  # being written as we speak
+    run.files.append(SourceFile(source, "trainer_log"))
+    run.config_values = [ConfigValue("TrainingArguments", str(k), v) for k, v in (config or {}).items()
+                         if isinstance(v, (int, float, str, bool)) or v is None]
+    parts = _TrainerParts()
+    parts.add(source, FormatRead(rows=rows, planned_steps=planned, trainer=trainer))
+    parts.attach(run, {})
     return run
 
 
@@ -105,7 +140,7 @@ def _is_dir(path: Path) -> bool:
 
 
 def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tuple[str, int], Round],
-              fallback: dict[str, int], trainer: _TrainerParts) -> None:
+              fallback: dict[str, int], trainer: _TrainerParts, reader: Reader = DIRECT) -> None:
     """Read one discovered file into the run (its rows, configs, log scan or trainer output)."""
     try:
         mtime = f.path.stat().st_mtime
@@ -114,11 +149,11 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
         pass
     run.files.append(SourceFile(f.rel, f.role))
     if f.role == "config":
-        _doc, values, errs = load_config(f.path, f.rel)
+        _doc, values, errs = reader.config(f.path, f.rel)
         run.parse_errors += errs
         run.config_values += values
     elif f.role in ("reward_history", "reward_samples"):
-        frame, errs = read_table(f.path, f.rel)
+        frame, errs = reader.table(f.path, f.rel)
         run.parse_errors += errs
         if frame is not None:
             frame, errs = normalize(frame, f.role, f.rel, manifest.columns)
@@ -143,7 +178,7 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
         rnd = rounds.setdefault(key, Round(role=key[0], index=key[1]))
         rnd.meta, rnd.meta_source = meta, f.rel
     elif f.role in disc.TABLE_ROLES:
-        frame, errs = read_table(f.path, f.rel)
+        frame, errs = reader.table(f.path, f.rel)
         run.parse_errors += errs
         if frame is not None:
             frame, errs = normalize(frame, f.role, f.rel, manifest.columns)
@@ -151,7 +186,7 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
         if frame is not None and getattr(run, f.role) is None:
             setattr(run, f.role, Table(frame, f.rel))
     elif f.role in BY_NAME:
-        got = BY_NAME[f.role].read(f.path, f.rel)
+        got = reader.trainer(f.role, f.path, f.rel)
         run.parse_errors += got.errors
         run.notes += got.notes
         if got.log is not None:
@@ -184,11 +219,11 @@ class _TrainerParts:
             self.planned = (got.planned_steps, rel)
         self.trainer = self.trainer or got.trainer
 
-    def attach(self, run: Run, columns: dict[str, str]) -> None:
+    def attach(self, run: Run, columns: dict[str, str], reader: Reader = DIRECT) -> None:
         """The richest trainer source becomes the run's per-step metrics (and its one policy round)."""
         best: tuple[Canonical, str, list[dict[str, Any]]] | None = None
         for rel, rows in self.rows:
-            can = canonicalize(rows, columns)
+            can = reader.canonical(rel, rows, columns)
             if can.frame.empty:
                 continue
             if best is None or can.frame.size > best[0].frame.size:

@@ -15,6 +15,7 @@ Logs can be gigabytes, so a scan reads them by blocks and parses only the lines 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -212,7 +213,7 @@ def _continues(tb: _Traceback, text: str, lineno: int) -> bool:
     return False
 
 
-class _Scanner:
+class Scanner:
     """The per-file state of one scan."""
 
     def __init__(self, rel: str) -> None:
@@ -383,16 +384,26 @@ class _Scanner:
         self.scan.crash = self.crash()
         return self.scan
 
+    def snapshot(self) -> LogScan:
+        """What `finish` would give now, leaving the scanner able to read on (a log still being written)."""
+        saved = (self.scan, self.tb, list(self.errors), self.postfix, self.stride)
+        self.scan = dataclasses.replace(self.scan, metric_rows=list(self.scan.metric_rows),
+                                        eval_rows=list(self.scan.eval_rows))
+        try:
+            return self.finish()
+        finally:
+            self.scan, self.tb, self.errors, self.postfix, self.stride = saved
+
 
 def scan_log_lines(path: Path, rel: str) -> LogScan:
     """The reference scan: one line at a time (`scan_log` must give the same result, faster)."""
-    sc = _Scanner(rel)
+    sc = Scanner(rel)
     with path.open("rb") as fh:
         _read_lines(sc, fh, 0, None)
     return sc.finish()
 
 
-def _read_lines(sc: _Scanner, fh: BinaryIO, lineno: int, stop: Callable[[int], bool] | None) -> int:
+def _read_lines(sc: Scanner, fh: BinaryIO, lineno: int, stop: Callable[[int], bool] | None) -> int:
     """Feed lines to the scanner from the file's position until `stop(lineno)` says so (or the end);
     returns the line number reached. Memory stays bounded whatever the length of a line."""
     while (stop is None or not stop(lineno)) and (raw := fh.readline(MAX_LINE)):
@@ -411,34 +422,44 @@ def _read_lines(sc: _Scanner, fh: BinaryIO, lineno: int, stop: Callable[[int], b
 def scan_log(path: Path, rel: str, jobs: int | None = None) -> LogScan:
     """One pass over the log by blocks: the head (trainer detection) and tracebacks are read line by line,
     the rest only where a marker is (blockscan.py). Gives what `scan_log_lines` gives."""
-    sc = _Scanner(rel)
+    sc = Scanner(rel)
     with path.open("rb") as fh:
         size = os.fstat(fh.fileno()).st_size
-        lineno = _read_lines(sc, fh, 0, lambda n: n >= DETECT_LINES and sc.tb is None)
-        reached = fh.tell()
-        if reached < size:
-            before = lineno  # newlines before the block being read
-            last = -1
-            for blk in blockscan.blocks(fh.fileno(), size, reached, MARKERS, MAX_LINE, jobs):
-                for start, newlines, raw in blk.lines:
-                    if start < reached or start <= last:
-                        continue  # read already (line by line, or by the block before)
-                    last = start
-                    at = before + newlines + 1
-                    if raw is None:
-                        sc.scan.started = True
-                        continue
-                    sc.line(raw, at)
-                    if sc.tb is not None:  # a traceback: read on line by line until it ends
-                        fh.seek(start + len(raw))
-                        lineno = _read_lines(sc, fh, at, lambda _n: sc.tb is None)
-                        reached = fh.tell()
-                before += blk.newlines
-            tail = os.pread(fh.fileno(), 1, size - 1) if size else b"\n"
-            sc.scan.lines = before + (0 if tail == b"\n" else 1)
+        scan_range(sc, fh, 0, size, 0, jobs)
         if not sc.scan.started and size:
             sc.scan.started = _any_text(fh)
     return sc.finish()
+
+
+def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, jobs: int | None = None) -> int:
+    """Feed the bytes [start, end) of a log to a scanner that has read `lineno` lines before `start`
+    (`end` is a line's end or the file's); returns the lines read in all. The head and tracebacks go line by
+    line, the rest by blocks, where markers are. `triage watch` calls it again for each appended range."""
+    fh.seek(start)
+    if lineno < DETECT_LINES or sc.tb is not None:
+        lineno = _read_lines(sc, fh, lineno, lambda n: (n >= DETECT_LINES and sc.tb is None) or fh.tell() >= end)
+    reached = fh.tell()
+    if reached >= end:
+        return lineno
+    before, last = lineno, -1  # `before`: newlines before the block being read
+    for blk in blockscan.blocks(fh.fileno(), end, reached, MARKERS, MAX_LINE, jobs):
+        for at_byte, newlines, raw in blk.lines:
+            if at_byte < reached or at_byte <= last:
+                continue  # read already (line by line, or by the block before)
+            last = at_byte
+            at = before + newlines + 1
+            if raw is None:
+                sc.scan.started = True
+                continue
+            sc.line(raw, at)
+            if sc.tb is not None:  # a traceback: read on line by line until it ends
+                fh.seek(at_byte + len(raw))
+                _read_lines(sc, fh, at, lambda _n: sc.tb is None or fh.tell() >= end)
+                reached = fh.tell()
+        before += blk.newlines
+    tail = os.pread(fh.fileno(), 1, end - 1)
+    sc.scan.lines = before + (0 if tail == b"\n" else 1)
+    return sc.scan.lines
 
 
 def _any_text(fh: BinaryIO) -> bool:

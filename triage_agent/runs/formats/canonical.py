@@ -71,6 +71,8 @@ class Canonical:
     # canonical column -> (first step with a NaN or infinite value, how many such steps)
     nonfinite: dict[str, tuple[int, int]] = field(default_factory=dict)
     raw_keys: list[str] = field(default_factory=list)
+    # how rows become the frame (step key, chosen columns, zero-std parts, non-finite steps): `Incremental` reuses it
+    plan: tuple[str, dict[str, str], list[str | None], dict[str, set[int]]] | None = field(default=None, repr=False)
 
 
 def _number(v: Any) -> float | None:
@@ -122,11 +124,23 @@ def canonicalize(rows: list[dict[str, Any]], columns: Mapping[str, str] | None =
             continue
         chosen.setdefault(name, raw)
         extra += 1
-    by_step: dict[int, dict[str, float]] = {}
-    nonfinite: dict[str, list[int]] = {}
     parts = [present.get(p) for p in ZERO_STD_PARTS]
+    nonfinite: dict[str, set[int]] = {}
+    frame = _frame(_fold(rows, present["step"], chosen, parts, nonfinite))
+    sources = {c: r for c, r in chosen.items() if c in frame.columns}
+    if "zero_std_share" in frame.columns and "zero_std_share" not in sources:
+        sources["zero_std_share"] = " + ".join(p for p in parts if p)
+    can = Canonical(frame, sources, {c: (min(v), len(v)) for c, v in nonfinite.items()}, list(keys))
+    can.plan = (present["step"], chosen, parts, nonfinite)
+    return can
+
+
+def _fold(rows: list[dict[str, Any]], step_key: str, chosen: dict[str, str], parts: list[str | None],
+          nonfinite: dict[str, set[int]]) -> dict[int, dict[str, float]]:
+    """Rows -> {step: {column: value}}; later rows of one step override earlier ones. Non-finite steps noted."""
+    by_step: dict[int, dict[str, float]] = {}
     for row in rows:
-        step = _number(row.get(present["step"]))
+        step = _number(row.get(step_key))
         if step is None or not math.isfinite(step):
             continue
         s = int(step)
@@ -138,20 +152,67 @@ def canonicalize(rows: list[dict[str, Any]], columns: Mapping[str, str] | None =
             if v is None:
                 continue
             if not math.isfinite(v):
-                nonfinite.setdefault(col, []).append(s)
+                nonfinite.setdefault(col, set()).add(s)
             out[col] = v
         if "zero_std_share" not in chosen and all(p is not None and p in row for p in parts):
             vals = [_number(row[p]) for p in parts if p is not None]
             if all(v is not None for v in vals):
                 out["zero_std_share"] = float(sum(v for v in vals if v is not None))
+    return by_step
+
+
+def _frame(by_step: dict[int, dict[str, float]]) -> pd.DataFrame:
     frame = pd.DataFrame.from_dict(by_step, orient="index").sort_index()
     frame.index.name = None
     frame.insert(0, "step", frame.index.astype("int64"))
-    frame = frame.reset_index(drop=True)
-    sources = {c: r for c, r in chosen.items() if c in frame.columns}
-    if "zero_std_share" in frame.columns and "zero_std_share" not in sources:
-        sources["zero_std_share"] = " + ".join(p for p in parts if p)
-    return Canonical(frame, sources, {c: (min(v), len(set(v))) for c, v in nonfinite.items()}, list(keys))
+    out: pd.DataFrame = frame.reset_index(drop=True)
+    return out
+
+
+class Incremental:
+    """`canonicalize` kept up to date while rows are appended (a run being watched): when the new rows bring
+    no new key and only later steps, only they are folded in; anything else is computed afresh."""
+
+    def __init__(self) -> None:
+        self.result: Canonical | None = None
+        self.seen = 0
+        self.last: dict[str, Any] | None = None
+        self.keys: set[str] = set()
+        self.columns: dict[str, str] = {}
+
+    def update(self, rows: list[dict[str, Any]], columns: Mapping[str, str] | None = None) -> Canonical:
+        cols = dict(columns or {})
+        prev = self.result
+        appended = (prev is not None and prev.plan is not None and cols == self.columns and len(rows) >= self.seen
+                    and (self.seen == 0 or rows[self.seen - 1] is self.last))
+        new = rows[self.seen:] if appended else rows
+        if appended and prev is not None and prev.plan is not None and new:
+            step_key, chosen, parts, nonfinite = prev.plan
+            if all(k in self.keys for r in new for k in r):
+                seen_nonfinite = {c: set(v) for c, v in nonfinite.items()}
+                folded = _fold(new, step_key, chosen, parts, seen_nonfinite)
+                last_step = int(prev.frame["step"].iloc[-1]) if len(prev.frame) else None
+                if folded and (last_step is None or min(folded) > last_step):
+                    extra = _frame(folded)
+                    if set(extra.columns) <= set(prev.frame.columns):
+                        frame = pd.concat([prev.frame, extra[[c for c in prev.frame.columns if c in extra.columns]]],
+                                          ignore_index=True)
+                        can = Canonical(frame, prev.sources, {c: (min(v), len(v)) for c, v in seen_nonfinite.items()},
+                                        prev.raw_keys)
+                        can.plan = (step_key, chosen, parts, seen_nonfinite)
+                        return self._keep(can, rows, cols)
+                elif not folded:
+                    return self._keep(prev, rows, cols)
+        elif appended and prev is not None and not new:
+            return prev
+        can = canonicalize(rows, cols)
+        self.keys = {k for r in rows for k in r}
+        return self._keep(can, rows, cols)
+
+    def _keep(self, can: Canonical, rows: list[dict[str, Any]], cols: dict[str, str]) -> Canonical:
+        self.result, self.seen, self.columns = can, len(rows), cols
+        self.last = rows[-1] if rows else None
+        return can
 
 
 def validation_series(rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, str | None]:

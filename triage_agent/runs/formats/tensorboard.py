@@ -23,30 +23,47 @@ def available() -> bool:
 
 def read_events(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[ParseError]]:
     """Scalars by tag, merged per step: [{"step": N, tag: value, ...}]."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
-    from tensorboard.util import tensor_util
+    events = Events()
+    errors = events.absorb(path, rel)
+    return events.rows(), errors
 
-    by_step: dict[int, dict[str, Any]] = defaultdict(dict)
-    errors: list[ParseError] = []
-    try:
-        for event in EventFileLoader(str(path)).Load():
-            if not event.HasField("summary"):
-                continue
-            for value in event.summary.value:
-                kind = value.WhichOneof("value")
-                if kind == "simple_value":
-                    scalar = float(value.simple_value)
-                elif kind == "tensor":
-                    arr = tensor_util.make_ndarray(value.tensor)
-                    if arr.size != 1 or arr.dtype.kind not in "fiu":
-                        continue
-                    scalar = float(arr.reshape(-1)[0])
-                else:
+
+class Events:
+    """One event file's scalars by step. `absorb` reads the records written since its last call (the
+    loader keeps its place in the file), so a file still being written is read once in all."""
+
+    def __init__(self) -> None:
+        self.by_step: dict[int, dict[str, Any]] = defaultdict(dict)
+        self.loader: Any = None
+
+    def absorb(self, path: Path, rel: str) -> list[ParseError]:
+        from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+        from tensorboard.util import tensor_util
+
+        if self.loader is None:
+            self.loader = EventFileLoader(str(path))
+        try:
+            for event in self.loader.Load():
+                if not event.HasField("summary"):
                     continue
-                by_step[int(event.step)][value.tag] = scalar
-    except Exception as exc:  # the loader raises several unrelated types on corrupt files
-        errors.append(ParseError(rel, None, f"unreadable event file: {type(exc).__name__}: {exc}"[:200]))
-    return [{"step": step, **vals} for step, vals in sorted(by_step.items())], errors
+                for value in event.summary.value:
+                    kind = value.WhichOneof("value")
+                    if kind == "simple_value":
+                        scalar = float(value.simple_value)
+                    elif kind == "tensor":
+                        arr = tensor_util.make_ndarray(value.tensor)
+                        if arr.size != 1 or arr.dtype.kind not in "fiu":
+                            continue
+                        scalar = float(arr.reshape(-1)[0])
+                    else:
+                        continue
+                    self.by_step[int(event.step)][value.tag] = scalar
+        except Exception as exc:  # the loader raises several unrelated types on corrupt files
+            return [ParseError(rel, None, f"unreadable event file: {type(exc).__name__}: {exc}"[:200])]
+        return []
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"step": step, **vals} for step, vals in sorted(self.by_step.items())]
 
 
 def _read(path: Path, rel: str) -> FormatRead:

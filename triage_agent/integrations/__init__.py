@@ -1,0 +1,1 @@
+"""Optional integrations with training frameworks (each an extra; nothing here is imported by the CLI)."""

@@ -1,0 +1,153 @@
+"""Reading a run that is still being written: each pass reads only what was appended.
+
+`Follower` is the `Reader` that `triage watch` hands to `load_run` on every pass:
+- console logs keep their scanner and byte offset; a pass reads the complete lines appended since
+  (block scanning for a large append), so its cost follows the append, not the log's length;
+- JSON-lines outputs (verl's file logger, ms-swift's logging.jsonl, W&B's history) read only the
+  appended complete lines;
+- TensorBoard event files keep their loader, which reads only the records written since;
+- everything else (configs, trainer_state.json, tables, rollout dumps) is read again only when its
+  size, mtime or inode changed.
+A file that shrank or was replaced is read again from its start.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from triage_agent.runs import logs
+from triage_agent.runs.formats import BY_NAME, FormatRead
+from triage_agent.runs.formats import tensorboard as tb
+from triage_agent.runs.formats.canonical import Canonical, Incremental
+from triage_agent.runs.load import Reader
+from triage_agent.runs.model import ParseError
+
+APPENDED_JSONL = ("verl_jsonl", "swift_jsonl", "wandb_history")
+TAIL = 1 << 16  # bytes looked at, from the end backwards, for the last complete line
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _complete_end(fh: Any, start: int, size: int) -> int:
+    """The offset just past the last newline in [start, size): a line still being written is left for later."""
+    pos = size
+    while pos > start:
+        lo = max(start, pos - TAIL)
+        chunk = os.pread(fh.fileno(), pos - lo, lo)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            return lo + cut + 1
+        pos = lo
+    return start
+
+
+@dataclass
+class _Log:
+    inode: int
+    scanner: logs.Scanner
+    offset: int = 0
+    lines: int = 0
+
+
+@dataclass
+class _Jsonl:
+    inode: int
+    offset: int = 0
+    lines: int = 0
+    got: FormatRead = field(default_factory=FormatRead)
+
+
+class Follower(Reader):
+    def __init__(self) -> None:
+        self.logs: dict[str, _Log] = {}
+        self.jsonl: dict[str, _Jsonl] = {}
+        self.events: dict[str, tuple[int, tb.Events]] = {}
+        self.memo: dict[tuple[str, str], tuple[tuple[int, int, int], Any]] = {}
+        self.read_bytes = 0  # bytes read by incremental readers in the last pass (for the benchmark)
+        self.canonicals: dict[str, Incremental] = {}
+
+    def canonical(self, rel: str, rows: list[dict[str, Any]], columns: dict[str, str]) -> Canonical:
+        return self.canonicals.setdefault(rel, Incremental()).update(rows, columns)
+
+    def _memo(self, kind: str, path: Path, rel: str, read: Any) -> Any:
+        stamp = _stamp(path)
+        got = self.memo.get((kind, rel))
+        if got is None or got[0] != stamp:
+            got = (stamp, read(path, rel))
+            self.memo[(kind, rel)] = got
+        return got[1]
+
+    def config(self, path: Path, rel: str) -> tuple[Any, list[Any], list[ParseError]]:
+        return self._memo("config", path, rel, super().config)  # type: ignore[no-any-return]
+
+    def table(self, path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+        frame, errors = self._memo("table", path, rel, super().table)
+        return (None if frame is None else frame.copy()), errors  # the loader sorts and renames in place
+
+    def trainer(self, role: str, path: Path, rel: str) -> FormatRead:
+        if role == "log":
+            return self._log(path, rel)
+        if role in APPENDED_JSONL:
+            return self._appended(role, path, rel)
+        if role == "tfevents" and tb.available():
+            return self._events(path, rel)
+        return self._memo(role, path, rel, BY_NAME[role].read)  # type: ignore[no-any-return]
+
+    def _log(self, path: Path, rel: str) -> FormatRead:
+        with path.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            state = self.logs.get(rel)
+            if state is None or state.inode != st.st_ino or st.st_size < state.offset:
+                state = self.logs[rel] = _Log(st.st_ino, logs.Scanner(rel))  # new, replaced or truncated
+            end = _complete_end(fh, state.offset, st.st_size)
+            if end > state.offset:
+                state.lines = logs.scan_range(state.scanner, fh, state.offset, end, state.lines)
+                self.read_bytes += end - state.offset
+                state.offset = end
+        scan = state.scanner.snapshot()
+        return FormatRead(rows=scan.metric_rows, log=scan, eval_rows=scan.eval_rows,
+                          planned_steps=scan.planned_steps, trainer=scan.trainer)
+
+    def _appended(self, role: str, path: Path, rel: str) -> FormatRead:
+        with path.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            state = self.jsonl.get(rel)
+            if state is None or state.inode != st.st_ino or st.st_size < state.offset:
+                state = self.jsonl[rel] = _Jsonl(st.st_ino)
+            end = _complete_end(fh, state.offset, st.st_size)
+            if end > state.offset:
+                chunk = os.pread(fh.fileno(), end - state.offset, state.offset)
+                self.read_bytes += len(chunk)
+                # the format's own reader over just the new lines; its line numbers shifted to the file's
+                with tempfile.TemporaryDirectory(prefix="triage-follow-") as tmp:
+                    part = Path(tmp) / path.name
+                    part.write_bytes(chunk)
+                    got = BY_NAME[role].read(part, rel)
+                errors = [replace(e, line=e.line + state.lines) if e.line is not None else e for e in got.errors]
+                old = state.got
+                state.got = FormatRead(rows=old.rows + got.rows, errors=old.errors + errors,
+                                       notes=list(dict.fromkeys(old.notes + got.notes)),
+                                       eval_rows=old.eval_rows + got.eval_rows, samples=old.samples + got.samples,
+                                       planned_steps=max(filter(None, (old.planned_steps, got.planned_steps)),
+                                                         default=None),
+                                       config=got.config or old.config, trainer=old.trainer or got.trainer)
+                state.lines += chunk.count(b"\n")
+                state.offset = end
+        return state.got
+
+    def _events(self, path: Path, rel: str) -> FormatRead:
+        inode = path.stat().st_ino
+        got = self.events.get(rel)
+        if got is None or got[0] != inode:
+            got = self.events[rel] = (inode, tb.Events())
+        errors = got[1].absorb(path, rel)
+        return FormatRead(rows=got[1].rows(), errors=errors)
