@@ -1,6 +1,7 @@
 """Discovery, the three table formats, layouts, the manifest and bad input."""
 
 import hashlib
+import json
 import os
 
 import pandas as pd
@@ -134,3 +135,26 @@ def test_run_folder_is_never_written(make_run):
     inspect(root)
     assert digest(root) == before
     assert "data.parse_errors" in finding_ids(inspect(root))
+
+
+def test_jsonl_tables_read_in_batches_equal_pyarrows_whole_read_and_survive_a_late_key(tmp_path, monkeypatch):
+    import numpy as np
+    import pyarrow.json as pajson
+
+    from triage_agent.runs import tables
+
+    monkeypatch.setattr(tables, "STREAM_BLOCK", 2048)  # many batches
+    uniform = tmp_path / "reward_history.jsonl"
+    uniform.write_text("".join(json.dumps({"step": i, "boundary": i / 7, "format": 1.0, "tag": f"t{i % 3}"}) + "\n"
+                               for i in range(500)))
+    frame, errors = tables.read_table(uniform, "reward_history.jsonl")
+    want = pajson.read_json(uniform).to_pandas()
+    assert errors == [] and list(frame.columns) == [*want.columns, "__line__"]
+    pd.testing.assert_frame_equal(frame[want.columns], want)
+    assert frame["__line__"].tolist() == list(range(1, 501))
+    late = tmp_path / "late.jsonl"  # a key that appears only after the first batches
+    late.write_text("".join(json.dumps({"step": i, "boundary": 0.5, **({"extra": 1.0} if i >= 300 else {})}) + "\n"
+                            for i in range(500)))
+    frame, errors = tables.read_table(late, "late.jsonl")
+    assert errors == [] and len(frame) == 500
+    assert np.isnan(frame["extra"].iloc[:300]).all() and (frame["extra"].iloc[300:] == 1.0).all()

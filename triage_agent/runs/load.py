@@ -161,7 +161,8 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
         if frame is not None:
             key = _round_key(f, fallback)
             rnd = rounds.setdefault(key, Round(role=key[0], index=key[1]))
-            frame = frame.sort_values("step", kind="stable").reset_index(drop=True)
+            if not frame["step"].is_monotonic_increasing:  # most logs are in order: no copy then
+                frame = frame.sort_values("step", kind="stable").reset_index(drop=True)
             if f.role == "reward_history":
                 rnd.history = Table(frame, f.rel)
             else:

@@ -12,7 +12,6 @@ import csv
 import io
 import json
 import math
-import mmap
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,25 +91,45 @@ def too_deep(path: Path, chunk: int = 8 << 20) -> bool:
     return False
 
 
+STREAM_BLOCK = 4 << 20  # bytes per batch of the streaming JSON reader: bounded memory, full speed
+
+
 def _read_jsonl(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
     if too_deep(path):
         return _read_jsonl_slow(path, rel)
-    try:
-        table = pajson.read_json(path)
-        frame = table.to_pandas()
+    for read in (_stream_jsonl, lambda p: pajson.read_json(p).to_pandas()):
+        try:
+            frame = read(path)
+        except (pa.ArrowException, OSError, ValueError):
+            continue  # a key that appears only later (the streaming reader fixes its schema on the first
+            # batch), then anything pyarrow refuses: the next reader
         if len(frame):
             frame[LINE] = _jsonl_line_numbers(path, len(frame))
             return frame, []
-    except (pa.ArrowException, OSError, ValueError):
-        pass
     return _read_jsonl_slow(path, rel)
+
+
+def _stream_jsonl(path: Path) -> pd.DataFrame:
+    """Batches of a few megabytes, each turned into NumPy columns at once: the whole file never sits in
+    Arrow buffers and pandas blocks at the same time (the peak is about the frame, not three times it)."""
+    reader = pajson.open_json(path, read_options=pajson.ReadOptions(block_size=STREAM_BLOCK),
+                              memory_pool=pa.system_memory_pool())  # returns freed memory to the system
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in reader.schema.names}
+    for batch in reader:
+        for name, col in zip(batch.schema.names, batch.columns):
+            parts[name].append(col.to_numpy(zero_copy_only=False))
+    columns = {}
+    for name in list(parts):
+        chunks = parts.pop(name)
+        columns[name] = np.concatenate(chunks) if chunks else np.array([])
+        del chunks
+    return pd.DataFrame(columns, copy=False)
 
 
 def _jsonl_line_numbers(path: Path, rows: int) -> range | list[int]:
     """Line numbers of the non-blank lines (pyarrow skips blank ones)."""
-    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        if mm[:1] not in (b"\n", b"\r") and mm.find(b"\n\n") < 0 and mm.find(b"\n\r\n") < 0:
-            return range(1, rows + 1)  # no blank line: row i is line i + 1, no pass over the lines needed
+    if not _has_blank_line(path):
+        return range(1, rows + 1)  # no blank line: row i is line i + 1, no pass over the lines needed
     numbers: list[int] = []
     with path.open("rb") as fh:
         for i, raw in enumerate(fh, start=1):
@@ -119,6 +138,19 @@ def _jsonl_line_numbers(path: Path, rows: int) -> range | list[int]:
     if len(numbers) != rows:  # should not happen; fall back to positions
         return list(range(1, rows + 1))
     return numbers
+
+
+def _has_blank_line(path: Path, chunk: int = 8 << 20) -> bool:
+    """Whether the file starts with a newline or holds an empty line (read by chunks: a memory map of a
+    large file would count in the process's resident memory)."""
+    carry = b"\n"  # the file's start counts as the end of a line
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            joined = carry + block
+            if b"\n\n" in joined or b"\n\r\n" in joined:
+                return True
+            carry = joined[-2:]
+    return False
 
 
 def iter_json_objects(path: Path, rel: str, errors: list[ParseError]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -234,14 +266,16 @@ def normalize(frame: pd.DataFrame, role: str, rel: str, columns: dict[str, str] 
     missing = [c for c in schema["required"] if c not in frame.columns]
     if missing:
         return None, [ParseError(rel, None, f"missing column {', '.join(missing)}")]
-    frame = frame.copy()
+    # no defensive copy: the frame comes straight from its reader (a 1M-row table would cost twice)
     for col in frame.columns:
         if col == LINE:
             continue
         if col in schema["bool"]:
             frame[col] = _to_bool(frame[col])
-        elif col in schema["numeric"] or frame[col].dtype.kind in "iufb":
+        elif col in schema["numeric"] and frame[col].dtype.kind not in "iuf":
             frame[col] = pd.to_numeric(frame[col], errors="coerce")
+        elif frame[col].dtype.kind == "b":
+            frame[col] = frame[col].astype("int64")
     bad = pd.Series(False, index=frame.index)
     for col in schema["required"]:
         col_bad = frame[col].isna()
