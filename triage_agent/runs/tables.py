@@ -97,7 +97,7 @@ STREAM_BLOCK = 4 << 20  # bytes per batch of the streaming JSON reader: bounded 
 def _read_jsonl(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
     if too_deep(path):
         return _read_jsonl_slow(path, rel)
-    for read in (_stream_jsonl, lambda p: pajson.read_json(p).to_pandas()):
+    for read in (_stream_jsonl, _whole_jsonl):
         try:
             frame = read(path)
         except (pa.ArrowException, OSError, ValueError):
@@ -107,6 +107,11 @@ def _read_jsonl(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseEr
             frame[LINE] = _jsonl_line_numbers(path, len(frame))
             return frame, []
     return _read_jsonl_slow(path, rel)
+
+
+def _whole_jsonl(path: Path) -> pd.DataFrame:
+    frame: pd.DataFrame = pajson.read_json(path).to_pandas()
+    return frame
 
 
 def _stream_jsonl(path: Path) -> pd.DataFrame:
@@ -123,7 +128,8 @@ def _stream_jsonl(path: Path) -> pd.DataFrame:
         chunks = parts.pop(name)
         columns[name] = np.concatenate(chunks) if chunks else np.array([])
         del chunks
-    return pd.DataFrame(columns, copy=False)
+    frame: pd.DataFrame = pd.DataFrame(columns, copy=False)
+    return frame
 
 
 def _jsonl_line_numbers(path: Path, rows: int) -> range | list[int]:
