@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
-"""Wall time of `triage inspect --json` on the largest sample run and on a generated run
-with 1,000,000 per-step rows (JSONL and CSV), measured in one run of this script.
+"""`triage inspect` on per-step tables, measured in one run of this script:
+
+- the largest sample run, end to end (`triage inspect --json`, a fresh process);
+- 1,000,000 per-step rows (JSONL and CSV): inspect in a fresh interpreter (imports excluded) against
+  pyarrow's own read of the same file into pandas (imports excluded), and peak memory (VmHWM) against the
+  file's size;
+- a TRL run at 1x, 10x and 100x the sample run's steps: inspect's time should grow linearly.
 
     python tools/bench_inspect.py [--rows 1000000]
 """
@@ -8,6 +13,7 @@ with 1,000,000 per-step rows (JSONL and CSV), measured in one run of this script
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -17,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from triage_agent import synth
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,6 +59,32 @@ def big_run(root: Path, rows: int, ext: str) -> Path:
     return run
 
 
+INSPECT = """
+import sys, time
+from triage_agent.commands.inspect import inspect
+import pyarrow.json, pyarrow.csv
+t = time.perf_counter()
+inspect(sys.argv[1])
+wall = time.perf_counter() - t
+print(wall, next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM")) / 1024)
+"""
+ARROW = """
+import sys, time
+import pyarrow.json as pj, pyarrow.csv as pc
+t = time.perf_counter()
+(pj.read_json if sys.argv[1].endswith(".jsonl") else pc.read_csv)(sys.argv[1]).to_pandas()
+wall = time.perf_counter() - t
+print(wall, next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM")) / 1024)
+"""
+
+
+def child(code: str, arg: Path) -> tuple[float, float]:
+    env = {**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "system"}  # as the CLI sets it
+    out = subprocess.run([sys.executable, "-c", code, str(arg)], capture_output=True, text=True, check=True,
+                         env=env).stdout.split()
+    return float(out[0]), float(out[1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -64,9 +98,21 @@ def main() -> None:
         for ext in ("jsonl", "csv"):
             run = big_run(Path(tmp), args.rows, ext)
             size = sum(f.stat().st_size for f in run.rglob("*") if f.is_file()) / 1e6
-            wall_big, peak = timed(run)
-            print(f"{args.rows:,} per-step rows ({ext}, {size:.0f} MB): {wall_big:.2f} s "
-                  f"(ratio to the sample run {wall_big / wall:.1f}x), peak RSS so far {peak:.0f} MB")
+            table = next(run.rglob(f"*.{ext}"))
+            arrow, arrow_peak = child(ARROW, table)
+            ins, ins_peak = child(INSPECT, run)
+            print(f"{args.rows:,} per-step rows ({ext}, {size:.0f} MB): inspect {ins:.2f} s = {ins / arrow:.2f}x "
+                  f"pyarrow's read ({arrow:.2f} s); peak {ins_peak:.0f} MB = {ins_peak / size:.2f}x the file "
+                  f"(pyarrow's read alone: {arrow_peak:.0f} MB)")
+        base = None
+        for scale in (1, 10, 100):
+            run = Path(tmp) / f"trl{scale}"
+            (run / "checkpoint-1").mkdir(parents=True)
+            (run / "checkpoint-1" / "trainer_state.json").write_text(synth.trl_state(synth.healthy(200 * scale)))
+            took, _ = child(INSPECT, run)
+            base = base or took
+            print(f"TRL run of {200 * scale:,} steps ({scale}x the sample run): inspect {took:.3f} s "
+                  f"({took / base:.1f}x the 1x time)")
 
 
 if __name__ == "__main__":
