@@ -117,13 +117,14 @@ def evaluate_pass(run: Run, state: WatchState, now: float, stall_after: float) -
     return events
 
 
-def _waiter(path: Path, interval: float) -> Iterator[None]:
-    """Wake on a change in the folder (watchfiles, when installed) or every `interval` seconds."""
+def _waiter(path: Path | None, interval: float) -> Iterator[None]:
+    """Wake on a change in the folder (watchfiles, when installed) or every `interval` seconds (always
+    for a remote run: there is no local folder to be told about)."""
     try:
         import watchfiles
     except ImportError:
         watchfiles = None  # type: ignore[assignment]
-    if watchfiles is not None and path.is_dir():
+    if watchfiles is not None and path is not None and path.is_dir():
         ms = max(50, int(interval * 1000))
         for _changes in watchfiles.watch(path, rust_timeout=ms, yield_on_timeout=True, debounce=ms // 2,
                                          step=min(50, ms // 4), raise_interrupt=True):
@@ -142,7 +143,7 @@ def watch(location: str, on_event: Callable[[WatchEvent], bool], *, interval: fl
     is_remote = remote.is_remote(location)
     if not is_remote and not Path(location).is_dir():
         raise TriageError(f"{location}: no such folder")
-    waits = _waiter(Path(location), interval) if not is_remote else _waiter(Path("."), interval)
+    waits = _waiter(None if is_remote else Path(location), interval)
     while passes is None or state.passes < passes:
         t0 = time.perf_counter()
         follower.read_bytes = 0
