@@ -127,9 +127,8 @@ def test_a_stalled_writer_raises_run_stalled_and_on_finding_gets_the_json(tmp_pa
     try:
         log = run / "verl_demo.log"
         for i in range(0, 40, 4):  # steps arrive every 0.1 s, then the writer hangs
-            write(log, "".join(lines[2 + 2 * i: 2 + 2 * (i + 4)]))
+            t_last = write(log, "".join(lines[2 + 2 * i: 2 + 2 * (i + 4)]))
             time.sleep(0.1)
-        t_last = time.monotonic()
         at, ev = w.wait_for("run.stalled", timeout=20)
         assert 2.0 <= at - t_last <= 2.0 + 2 * INTERVAL + 1.0
         assert ev["step"] == 40 and ev["evidence"]["last_step"] == 40
