@@ -232,7 +232,8 @@ class _TrainerParts:
         run.trainer = self.trainer
         if self.planned is not None:
             run.planned_steps = self.planned
-        val, key = validation_series(self.evals + (best[2] if best else []))
+        keys = list(dict.fromkeys([*(k for r in self.evals for k in r), *(best[0].raw_keys if best else [])]))
+        val, key = validation_series(self.evals + (best[2] if best else []), keys)
         if not val.empty:
             run.validation = Table(val, self.eval_source if key and key.startswith("eval_") and self.eval_source
                                    else (best[1] if best else "eval rows"))

@@ -215,11 +215,11 @@ class Incremental:
         return can
 
 
-def validation_series(rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, str | None]:
-    """Eval rows -> a frame of (`step`, `validation`) from the first validation key present, and that key."""
-    keys: list[str] = []
-    for row in rows:
-        keys += [k for k in row if k not in keys]
+def validation_series(rows: list[dict[str, Any]], keys: list[str] | None = None) -> tuple[pd.DataFrame, str | None]:
+    """Eval rows -> a frame of (`step`, `validation`) from the first validation key present, and that key.
+    `keys`, when the caller knows them (in order of appearance), spares a pass over the rows."""
+    if keys is None:
+        keys = list(dict.fromkeys(k for row in rows for k in row))
     names = [k for k in keys if is_validation(strip_prefix(k))]
     if not names:
         return pd.DataFrame(), None
