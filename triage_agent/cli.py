@@ -359,6 +359,12 @@ def _cmd_watch(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.findings.model import SEVERITY_RANK
     from triage_agent.render.terminal import SEVERITY_STYLE
 
+    from pathlib import Path
+
+    from triage_agent.runs.remote import is_remote
+
+    if not is_remote(args.run) and not Path(args.run).is_dir():
+        raise TriageError(f"{args.run}: no such folder")
     if not args.json:
         err.print(_literal(f"watching {args.run} (every {args.interval:g} s; run.stalled after "
                            f"{args.stall_after / 60:g} min without a step); Ctrl-C stops"))
