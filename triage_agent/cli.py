@@ -354,13 +354,11 @@ ON_FINDING_SECONDS = 60  # an --on-finding command that runs longer is stopped
 def _cmd_watch(args: argparse.Namespace, out: Console, err: Console) -> int:
     import json
     import subprocess
+    from pathlib import Path
 
     from triage_agent.commands.watch import WatchEvent, watch
     from triage_agent.findings.model import SEVERITY_RANK
     from triage_agent.render.terminal import SEVERITY_STYLE
-
-    from pathlib import Path
-
     from triage_agent.runs.remote import is_remote
 
     if not is_remote(args.run) and not Path(args.run).is_dir():
