@@ -158,3 +158,30 @@ def test_jsonl_tables_read_in_batches_equal_pyarrows_whole_read_and_survive_a_la
     frame, errors = tables.read_table(late, "late.jsonl")
     assert errors == [] and len(frame) == 500
     assert np.isnan(frame["extra"].iloc[:300]).all() and (frame["extra"].iloc[300:] == 1.0).all()
+
+
+def test_one_survey_pass_finds_blank_lines_and_deep_nesting_across_chunk_edges(tmp_path, monkeypatch):
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from triage_agent.runs import tables
+
+    monkeypatch.setattr(tables, "MAX_OPENINGS", 3)  # deep nesting within reach of short inputs
+    monkeypatch.setattr(tables, "_OPENINGS_RUN", re.compile(rb"[{\[]{4}"))
+    alphabet = list(b"a\n\r{[")
+
+    @settings(max_examples=300, deadline=None)
+    @given(content=st.lists(st.sampled_from(alphabet), max_size=60).map(bytes), chunk=st.integers(1, 7))
+    def check(content: bytes, chunk: int) -> None:
+        path = tmp_path / "x.jsonl"
+        path.write_bytes(content)
+        deep, blank = tables._survey(path, chunk)
+        # the definitions the two former passes used, over the whole file at once (a file too deep for pyarrow
+        # goes to the line reader, which needs no blank-line answer: the pass stops there)
+        assert deep or blank == (content[:1] in (b"\n", b"\r") or b"\n\n" in content or b"\n\r\n" in content)
+        brackets = content.translate(None, bytes(b for b in range(256) if b not in b"{[\n"))
+        assert deep == (re.search(rb"[{\[]{%d}" % (tables.MAX_OPENINGS + 1), brackets) is not None)
+
+    check()

@@ -81,21 +81,36 @@ _OPENINGS_RUN = re.compile(rb"[{\[]{%d}" % (MAX_OPENINGS + 1))
 
 def too_deep(path: Path, chunk: int = 8 << 20) -> bool:
     """Whether some line of the file holds more than MAX_OPENINGS `{` or `[` (it might nest that deep)."""
-    carry = 0
+    return _survey(path, chunk)[0]
+
+
+def _survey(path: Path, chunk: int = 8 << 20) -> tuple[bool, bool]:
+    """One pass over a JSONL file: (a line might nest too deep for pyarrow, the file has a blank line). The
+    pass stops at the first line too deep (that file goes to the line reader: the second answer is moot)."""
+    carry, tail = 0, b"\n"  # the file's start counts as the end of a line
+    deep = blank = False
     with path.open("rb") as fh:
         while block := fh.read(chunk):
-            compact = b"{" * carry + block.translate(None, _KEEP_ONLY_OPENINGS)  # only brackets and newlines
-            if _OPENINGS_RUN.search(compact):
-                return True
-            carry = len(compact) - len(compact.rstrip(b"{["))
-    return False
+            blank = blank or (tail == b"\n" and block[:1] == b"\r")  # a first line of "\r" alone: count it as blank
+            if not deep:
+                compact = b"{" * carry + block.translate(None, _KEEP_ONLY_OPENINGS)  # only brackets and newlines
+                deep = _OPENINGS_RUN.search(compact) is not None
+                carry = len(compact) - len(compact.rstrip(b"{["))
+            if not blank:
+                joined = tail + block[:2]
+                blank = b"\n\n" in joined or b"\n\r\n" in joined or b"\n\n" in block or b"\n\r\n" in block
+                tail = block[-2:] if len(block) >= 2 else tail[-1:] + block
+            if deep:
+                break
+    return deep, blank
 
 
 STREAM_BLOCK = 4 << 20  # bytes per batch of the streaming JSON reader: bounded memory, full speed
 
 
 def _read_jsonl(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
-    if too_deep(path):
+    deep, blank = _survey(path)
+    if deep:
         return _read_jsonl_slow(path, rel)
     for read in (_stream_jsonl, _whole_jsonl):
         try:
@@ -104,7 +119,7 @@ def _read_jsonl(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseEr
             continue  # a key that appears only later (the streaming reader fixes its schema on the first
             # batch), then anything pyarrow refuses: the next reader
         if len(frame):
-            frame[LINE] = _jsonl_line_numbers(path, len(frame))
+            frame[LINE] = _jsonl_line_numbers(path, len(frame), blank)
             return frame, []
     return _read_jsonl_slow(path, rel)
 
@@ -132,9 +147,9 @@ def _stream_jsonl(path: Path) -> pd.DataFrame:
     return frame
 
 
-def _jsonl_line_numbers(path: Path, rows: int) -> range | list[int]:
+def _jsonl_line_numbers(path: Path, rows: int, blank: bool) -> range | list[int]:
     """Line numbers of the non-blank lines (pyarrow skips blank ones)."""
-    if not _has_blank_line(path):
+    if not blank:
         return range(1, rows + 1)  # no blank line: row i is line i + 1, no pass over the lines needed
     numbers: list[int] = []
     with path.open("rb") as fh:
@@ -144,19 +159,6 @@ def _jsonl_line_numbers(path: Path, rows: int) -> range | list[int]:
     if len(numbers) != rows:  # should not happen; fall back to positions
         return list(range(1, rows + 1))
     return numbers
-
-
-def _has_blank_line(path: Path, chunk: int = 8 << 20) -> bool:
-    """Whether the file starts with a newline or holds an empty line (read by chunks: a memory map of a
-    large file would count in the process's resident memory)."""
-    carry = b"\n"  # the file's start counts as the end of a line
-    with path.open("rb") as fh:
-        while block := fh.read(chunk):
-            joined = carry + block
-            if b"\n\n" in joined or b"\n\r\n" in joined:
-                return True
-            carry = joined[-2:]
-    return False
 
 
 def iter_json_objects(path: Path, rel: str, errors: list[ParseError]) -> Iterator[tuple[int, dict[str, Any]]]:
