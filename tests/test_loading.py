@@ -160,7 +160,8 @@ def test_jsonl_tables_read_in_batches_equal_pyarrows_whole_read_and_survive_a_la
     assert np.isnan(frame["extra"].iloc[:300]).all() and (frame["extra"].iloc[300:] == 1.0).all()
 
 
-def test_one_survey_pass_finds_blank_lines_and_deep_nesting_across_chunk_edges(tmp_path, monkeypatch):
+def test_one_survey_pass_counts_lines_and_finds_deep_nesting_across_chunk_edges(tmp_path, monkeypatch):
+    import io
     import re
 
     from hypothesis import given, settings
@@ -177,11 +178,20 @@ def test_one_survey_pass_finds_blank_lines_and_deep_nesting_across_chunk_edges(t
     def check(content: bytes, chunk: int) -> None:
         path = tmp_path / "x.jsonl"
         path.write_bytes(content)
-        deep, blank = tables._survey(path, chunk)
-        # the definitions the two former passes used, over the whole file at once (a file too deep for pyarrow
-        # goes to the line reader, which needs no blank-line answer: the pass stops there)
-        assert deep or blank == (content[:1] in (b"\n", b"\r") or b"\n\n" in content or b"\n\r\n" in content)
+        deep, lines = tables._survey(path, chunk)
+        # over the whole file at once: the lines readline would give, and the bracket runs
         brackets = content.translate(None, bytes(b for b in range(256) if b not in b"{[\n"))
-        assert deep == (re.search(rb"[{\[]{%d}" % (tables.MAX_OPENINGS + 1), brackets) is not None)
+        assert deep == (re.search(rb"[{\[]{4}", brackets) is not None)
+        # lines as a file reads them (only \n ends a line)
+        assert deep or lines == len(io.BytesIO(content).readlines())
 
     check()
+
+
+def test_blank_lines_in_a_jsonl_table_keep_their_line_numbers(tmp_path):
+    from triage_agent.runs import tables
+
+    path = tmp_path / "reward_history.jsonl"
+    path.write_text('{"step": 1, "a": 1}\n\n{"step": 2, "a": 2}\n   \n{"step": 3, "a": 3}\n')
+    frame, errors = tables.read_table(path, "reward_history.jsonl")
+    assert errors == [] and frame["__line__"].tolist() == [1, 3, 5]

@@ -72,15 +72,13 @@ class Balance:
 
 def covariance(frame: pd.DataFrame, comps: list[str], within_step: bool) -> np.ndarray:
     """Covariance matrix of the components: the mean within-step covariance, or across rows."""
+    if not within_step:
+        return _covariance_across_rows([frame[c].to_numpy(dtype=float) for c in comps])
     data = frame[comps].to_numpy(dtype=float)
     ok = np.isfinite(data).all(axis=1)
     data = data[ok]
     if not len(data):
         return np.zeros((len(comps), len(comps)))
-    if not within_step:
-        centered = data - data.mean(axis=0)
-        cov: np.ndarray = centered.T @ centered / len(data)
-        return cov
     _, inverse = np.unique(frame["step"].to_numpy()[ok], return_inverse=True)
     counts = np.bincount(inverse).astype(float)
     sums = np.zeros((len(counts), len(comps)))
@@ -93,6 +91,25 @@ def covariance(frame: pd.DataFrame, comps: list[str], within_step: bool) -> np.n
     np.add.at(acc, inverse, per_step)
     mean_cov: np.ndarray = (acc / counts[:, None, None]).mean(axis=0)
     return mean_cov
+
+
+def _covariance_across_rows(columns: list[np.ndarray]) -> np.ndarray:
+    """Population covariance over the rows where every column is finite, a column at a time (a per-step
+    history may have a million rows: no interleaved copy of the whole table)."""
+    ok = np.logical_and.reduce([np.isfinite(c) for c in columns])
+    n = int(ok.sum())
+    k = len(columns)
+    cov = np.zeros((k, k))
+    if not n:
+        return cov
+    if not ok.all():
+        columns = [c[ok] for c in columns]
+    means = [float(c.mean()) for c in columns]
+    for i in range(k):
+        ci = columns[i] - means[i]  # two centred columns alive at a time, not k
+        for j in range(i, k):
+            cov[i, j] = cov[j, i] = float(ci @ (ci if j == i else columns[j] - means[j])) / n
+    return cov
 
 
 def shares_from_cov(cov: np.ndarray, comps: list[str], weights: Mapping[str, float]) -> dict[str, float]:

@@ -17,39 +17,68 @@ def _arr(x: ArrayLike) -> np.ndarray:
 
 def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
     """Pearson r; None when either side is constant or there are fewer than 3 points."""
-    a, b = _arr(x), _arr(y)
-    ok = np.isfinite(a) & np.isfinite(b)
-    a, b = a[ok], b[ok]
+    a, b = _finite_pairs(_arr(x), _arr(y))
     if len(a) < 3:
         return None
-    sa, sb = a.std(), b.std()
+    ca, cb = a - a.mean(), b - b.mean()
+    sa, sb = math.sqrt(float(ca @ ca)), math.sqrt(float(cb @ cb))  # n cancels out of r
     if sa == 0 or sb == 0:
         return None
-    return float(np.mean((a - a.mean()) * (b - b.mean())) / (sa * sb))
+    return float(ca @ cb) / (sa * sb)
 
 
 def rank(x: ArrayLike) -> np.ndarray:
     """Average ranks (ties share the mean rank), as Spearman's rho needs."""
-    ranks: np.ndarray = pd.Series(_arr(x)).rank(method="average").to_numpy(dtype=float)
+    a = _arr(x)
+    if len(a) > 1 and bool(np.all(a[1:] > a[:-1])):  # steps: already strictly increasing, ranks 1..n
+        return np.arange(1, len(a) + 1, dtype=float)
+    order = np.argsort(a)
+    ordered = a[order]
+    tied = ordered[1:] == ordered[:-1]
+    ranks = np.empty(len(a))
+    if not tied.any():  # distinct values (most float series): ranks without a pass for ties, in little memory
+        del ordered, tied
+        ranks[order] = np.arange(1.0, len(a) + 1)
+        return ranks
+    starts = np.flatnonzero(np.concatenate(([True], ~tied)))  # each run of equal values
+    counts = np.diff(np.append(starts, len(a)))
+    ranks[order] = np.repeat(starts + 1 + (counts - 1) / 2, counts)  # a tie shares its run's mean rank
     return ranks
 
 
 def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
-    a, b = _arr(x), _arr(y)
+    a, b = _finite_pairs(_arr(x), _arr(y))
+    if len(a) < 3:
+        return None
+    ra, rb = rank(a), rank(b)
+    # Pearson's r of the ranks from sums, without centred copies (a million steps): ranks are at most n,
+    # so the sums stay exact enough in float64 (n^3 ~ 1e18 against covariances of order n^3 / 12)
+    n, ma, mb = len(ra), float(ra.mean()), float(rb.mean())
+    va, vb = float(ra @ ra) - n * ma * ma, float(rb @ rb) - n * mb * mb
+    if va <= 0 or vb <= 0:
+        return None
+    return (float(ra @ rb) - n * ma * mb) / math.sqrt(va * vb)
+
+
+def _finite_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs where both are finite (no copy when all are: a million-step series stays one array)."""
     ok = np.isfinite(a) & np.isfinite(b)
-    return pearson(rank(a[ok]), rank(b[ok]))
+    return (a, b) if ok.all() else (a[ok], b[ok])
 
 
 def swing_ratio(x: ArrayLike) -> float | None:
     """mean |x[t] - x[t-1]| / (p95 - p5): near 0.34 for white noise, small for a smooth curve."""
     a = _arr(x)
-    a = a[np.isfinite(a)]
+    finite = np.isfinite(a)
+    a = a if finite.all() else a[finite]
     if len(a) < 3:
         return None
-    spread = float(np.percentile(a, 95) - np.percentile(a, 5))
+    p5, p95 = np.percentile(a, [5, 95])  # one partial sort for both
+    spread = float(p95 - p5)
     if spread == 0:
         return 0.0
-    return float(np.mean(np.abs(np.diff(a))) / spread)
+    steps = np.diff(a)
+    return float(np.mean(np.abs(steps, out=steps)) / spread)
 
 
 def tail(x: ArrayLike, fraction: float) -> np.ndarray:

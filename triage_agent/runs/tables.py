@@ -8,11 +8,14 @@ row number in its file) so later checks can report locations too.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import ctypes
 import io
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -84,44 +87,48 @@ def too_deep(path: Path, chunk: int = 8 << 20) -> bool:
     return _survey(path, chunk)[0]
 
 
-def _survey(path: Path, chunk: int = 8 << 20) -> tuple[bool, bool]:
-    """One pass over a JSONL file: (a line might nest too deep for pyarrow, the file has a blank line). The
-    pass stops at the first line too deep (that file goes to the line reader: the second answer is moot)."""
-    carry, tail = 0, b"\n"  # the file's start counts as the end of a line
-    deep = blank = False
+def _survey(path: Path, chunk: int = 8 << 20) -> tuple[bool, int]:
+    """One pass over a JSONL file: (a line might nest too deep for pyarrow, how many lines it has). The
+    pass stops at the first line too deep (that file goes to the line reader: the count is moot)."""
+    carry, lines, last = 0, 0, b"\n"
     with path.open("rb") as fh:
         while block := fh.read(chunk):
-            blank = blank or (tail == b"\n" and block[:1] == b"\r")  # a first line of "\r" alone: count it as blank
-            if not deep:
-                compact = b"{" * carry + block.translate(None, _KEEP_ONLY_OPENINGS)  # only brackets and newlines
-                deep = _OPENINGS_RUN.search(compact) is not None
-                carry = len(compact) - len(compact.rstrip(b"{["))
-            if not blank:
-                joined = tail + block[:2]
-                blank = b"\n\n" in joined or b"\n\r\n" in joined or b"\n\n" in block or b"\n\r\n" in block
-                tail = block[-2:] if len(block) >= 2 else tail[-1:] + block
-            if deep:
-                break
-    return deep, blank
+            compact = b"{" * carry + block.translate(None, _KEEP_ONLY_OPENINGS)  # only brackets and newlines
+            if _OPENINGS_RUN.search(compact):
+                return True, 0
+            carry = len(compact) - len(compact.rstrip(b"{["))
+            lines += compact.count(b"\n")
+            last = block[-1:]
+    return False, lines + (0 if last == b"\n" else 1)
 
 
-STREAM_BLOCK = 4 << 20  # bytes per batch of the streaming JSON reader: bounded memory, full speed
+STREAM_BLOCK = 1 << 20  # bytes per batch of the streaming JSON reader: bounded memory, full speed
 
 
 def _read_jsonl(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
-    deep, blank = _survey(path)
+    deep, lines = _survey(path)
+    _give_back_memory()  # the survey's read buffers, before the reader's own
     if deep:
         return _read_jsonl_slow(path, rel)
-    for read in (_stream_jsonl, _whole_jsonl):
+    for read in (lambda p: _stream_jsonl(p, lines), _whole_jsonl):
         try:
             frame = read(path)
         except (pa.ArrowException, OSError, ValueError):
             continue  # a key that appears only later (the streaming reader fixes its schema on the first
             # batch), then anything pyarrow refuses: the next reader
         if len(frame):
-            frame[LINE] = _jsonl_line_numbers(path, len(frame), blank)
+            frame[LINE] = _jsonl_line_numbers(path, len(frame), lines)
+            _give_back_memory()
             return frame, []
     return _read_jsonl_slow(path, rel)
+
+
+def _give_back_memory() -> None:
+    """Hand the heap the reader freed back to the system (glibc keeps it otherwise: pyarrow's threads leave
+    tens of megabytes in their arenas after a large file, which the analyses then stack on top of)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _whole_jsonl(path: Path) -> pd.DataFrame:
@@ -129,28 +136,36 @@ def _whole_jsonl(path: Path) -> pd.DataFrame:
     return frame
 
 
-def _stream_jsonl(path: Path) -> pd.DataFrame:
-    """Batches of a few megabytes, each turned into NumPy columns at once: the whole file never sits in
-    Arrow buffers and pandas blocks at the same time (the peak is about the frame, not three times it)."""
+def _stream_jsonl(path: Path, rows: int) -> pd.DataFrame:
+    """Batches of a megabyte, each copied at once into NumPy columns sized for the file's `rows` lines (an
+    upper bound on its rows): the file never sits whole in Arrow buffers, and no column is concatenated."""
     reader = pajson.open_json(path, read_options=pajson.ReadOptions(block_size=STREAM_BLOCK),
                               memory_pool=pa.system_memory_pool())  # returns freed memory to the system
-    parts: dict[str, list[np.ndarray]] = {name: [] for name in reader.schema.names}
+    out: dict[str, np.ndarray] = {}
+    at = 0
     for batch in reader:
+        n = batch.num_rows
+        if at + n > rows:
+            raise ValueError("more rows than lines")  # cannot happen; the next reader decides
         for name, col in zip(batch.schema.names, batch.columns):
-            parts[name].append(col.to_numpy(zero_copy_only=False))
-    columns = {}
-    for name in list(parts):
-        chunks = parts.pop(name)
-        columns[name] = np.concatenate(chunks) if chunks else np.array([])
-        del chunks
-    frame: pd.DataFrame = pd.DataFrame(columns, copy=False)
+            values = col.to_numpy(zero_copy_only=False)
+            have = out.get(name)
+            if have is None:
+                have = out[name] = np.empty(rows, dtype=values.dtype)
+            elif values.dtype != have.dtype:  # ints that met a null, say: the column takes the wider type
+                wider = np.result_type(have.dtype, values.dtype)
+                have = out[name] = have.astype(wider if wider.kind != "V" else object)
+            have[at:at + n] = values
+        at += n
+        del batch
+    frame: pd.DataFrame = pd.DataFrame({name: col[:at] for name, col in out.items()}, copy=False)
     return frame
 
 
-def _jsonl_line_numbers(path: Path, rows: int, blank: bool) -> range | list[int]:
+def _jsonl_line_numbers(path: Path, rows: int, lines: int) -> range | list[int]:
     """Line numbers of the non-blank lines (pyarrow skips blank ones)."""
-    if not blank:
-        return range(1, rows + 1)  # no blank line: row i is line i + 1, no pass over the lines needed
+    if rows == lines:
+        return range(1, rows + 1)  # a row per line: row i is line i + 1, no pass over the lines needed
     numbers: list[int] = []
     with path.open("rb") as fh:
         for i, raw in enumerate(fh, start=1):
