@@ -195,3 +195,14 @@ def test_blank_lines_in_a_jsonl_table_keep_their_line_numbers(tmp_path):
     path.write_text('{"step": 1, "a": 1}\n\n{"step": 2, "a": 2}\n   \n{"step": 3, "a": 3}\n')
     frame, errors = tables.read_table(path, "reward_history.jsonl")
     assert errors == [] and frame["__line__"].tolist() == [1, 3, 5]
+
+
+def test_yaml_exponent_floats_without_a_dot_are_numbers(tmp_path):
+    # PyYAML follows YAML 1.1, where `1e-6` is a string; training configs write learning rates that way
+    from triage_agent.runs.configs import load_config
+
+    path = tmp_path / "grpo_config.yaml"
+    path.write_text('learning_rate: 1e-6\nbeta: 4E-2\nname: "1e-6"\nsteps: 1_000\n')
+    _, values, errors = load_config(path, "grpo_config.yaml")
+    assert errors == [] and {cv.key: cv.value for cv in values} == {"learning_rate": 1e-6, "beta": 0.04,
+                                                                     "name": "1e-6", "steps": 1000}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,26 @@ else:  # pragma: no cover - exercised on 3.10 only
 CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
 
 
+class _Loader(yaml.SafeLoader):
+    """SafeLoader, with YAML 1.2's floats: PyYAML follows YAML 1.1, where `1e-6` (no dot) is a string,
+    and `learning_rate: 1e-6` is how training configs are written."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                 |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                 |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                 |[-+]?\.(?:inf|Inf|INF)
+                 |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."))
+
+
 def parse_config_text(text: str, suffix: str) -> Any:
     """Parse a config document; raises ValueError with a line number where the parser gives one."""
     if suffix in (".yaml", ".yml"):
         try:
-            return yaml.safe_load(text)
+            return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
         except RecursionError:
             raise ValueError("nested too deeply") from None
         except yaml.YAMLError as exc:
