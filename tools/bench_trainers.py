@@ -28,7 +28,7 @@ from triage_agent.commands.inspect import inspect
 t = time.perf_counter()
 rep = inspect(sys.argv[1])
 wall = time.perf_counter() - t
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM")) / 1024  # not ru_maxrss: kept across exec
 print(f"{wall:.3f} {peak:.0f} {len(rep.run.metrics.frame)} {','.join(f.id for f in rep.findings if f.at_least('medium'))}")
 """
 READ = """
