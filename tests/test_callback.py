@@ -10,20 +10,31 @@ from types import SimpleNamespace
 
 import pytest
 
-from triage_agent.integrations.transformers import FINDINGS_FILE, HOOKS, TriageCallback
+FINDINGS_FILE = "triage_findings.jsonl"
+
+
+@pytest.fixture
+def integration(monkeypatch):
+    """The integration module imported with transformers blocked: the protocol test needs no transformers,
+    and torch never loads into the test process (the hostile tests fork it under an address-space cap)."""
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    sys.modules.pop("triage_agent.integrations.transformers", None)
+    yield importlib.import_module("triage_agent.integrations.transformers")
+    sys.modules.pop("triage_agent.integrations.transformers", None)
 
 
 def entropy_at(step: int) -> float:
     return 1.0 if step <= 10 else 0.01  # collapses after step 10
 
 
-def test_protocol_loop_stops_on_a_high_finding_and_writes_it_once(tmp_path):
-    cb = TriageCallback(every_n_logs=5, stop_on="high")
+def test_protocol_loop_stops_on_a_high_finding_and_writes_it_once(tmp_path, integration):
+    assert integration.FINDINGS_FILE == FINDINGS_FILE and integration.TriageCallback.__mro__[1] is object
+    cb = integration.TriageCallback(every_n_logs=5, stop_on="high")
     args = SimpleNamespace(output_dir=str(tmp_path), learning_rate=1e-6, temperature=0.7,
                            to_dict=lambda: {"output_dir": str(tmp_path), "learning_rate": 1e-6, "temperature": 0.7})
     state = SimpleNamespace(global_step=0, max_steps=60)
     control = SimpleNamespace(should_training_stop=False, should_save=False)
-    for hook in HOOKS:  # the whole protocol is there, whatever the base class
+    for hook in integration.HOOKS:  # the whole protocol is there, whatever the base class
         assert callable(getattr(cb, hook))
     stopped_at = None
     for step in range(1, 61):

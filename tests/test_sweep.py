@@ -339,3 +339,11 @@ def test_remote_urls_that_cannot_be_read_are_one_line():
     assert cli("inspect", "s3://")[2].strip() == "triage: s3://: give a folder after the protocol, e.g. s3://bucket/runs/"
     code, _, err = cli("inspect", "nosuch://x/y")
     assert code == 2 and err.startswith("triage: nosuch://x/y: cannot open nosuch:// (ValueError: Protocol not known")
+
+
+def test_html_on_a_folder_of_runs_is_refused_before_any_run_is_read(tmp_path):
+    code, _, err = cli("inspect", str(SAMPLES), "--html", str(tmp_path / "r.html"))
+    assert code == 2 and "holds 12 runs: --html shows one run: pick one with --run NAME" in err
+    assert not (tmp_path / "r.html").exists()
+    code, _, _ = cli("inspect", str(SAMPLES), "--run", "trl_healthy", "--html", str(tmp_path / "r.html"))
+    assert code == 0 and (tmp_path / "r.html").read_text().count("<h1>triage: ") == 1

@@ -310,13 +310,12 @@ def _cmd_inspect(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise TriageError("--jobs takes a number of processes >= 1")
     report = inspect(args.run, _progress(err), run=args.pick, jobs=args.jobs, executor=args.executor,
-                     ray_address=args.ray_address, keep_reports=args.json)
+                     ray_address=args.ray_address, keep_reports=args.json,
+                     one_run_only="--html shows one run: pick one with --run NAME, or put runs side by side with "
+                                  "`triage compare A B --html FILE`" if args.html else None)
     if isinstance(report, SweepResult):
         from triage_agent.render import sweep
 
-        if args.html:
-            raise TriageError("--html shows one run: pick one with --run NAME, or put runs side by side with "
-                              "`triage compare A B --html FILE`")
         if args.json:
             _write_json(out, report.document())
         else:

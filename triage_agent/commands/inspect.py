@@ -17,9 +17,11 @@ from triage_agent.runs.sweep import split_runs
 
 def inspect(path: str | Path, progress: Progress | None = None, now: float | None = None, *,
             run: str | None = None, jobs: int | None = None, executor: str = "local",
-            ray_address: str | None = None, keep_reports: bool = False) -> Report | SweepResult:
+            ray_address: str | None = None, keep_reports: bool = False,
+            one_run_only: str | None = None) -> Report | SweepResult:
     """The offline report of one run, or of every run in a sweep folder (`run` picks one of them).
-    `now` (default: the clock) is what file ages are measured against."""
+    `now` (default: the clock) is what file ages are measured against. With `one_run_only` (a reason), a
+    folder of several runs is refused before any of them is read."""
     location = str(path)
     display: str | None = None
     notes: list[str] = []
@@ -42,6 +44,8 @@ def inspect(path: str | Path, progress: Progress | None = None, now: float | Non
         report = offline_report(load_run(picked.path, progress, now, split=False, display=shown))
         report.notes[:0] = notes
         return report
+    if split.several and one_run_only:
+        raise TriageError(f"{display or location} holds {len(split.runs)} runs: {one_run_only}")
     if not split.several:
         report = offline_report(load_run(root, progress, now, split=False, display=display))
         report.notes[:0] = notes
