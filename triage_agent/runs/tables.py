@@ -82,11 +82,6 @@ _KEEP_ONLY_OPENINGS = bytes(b for b in range(256) if b not in b"{[\n")
 _OPENINGS_RUN = re.compile(rb"[{\[]{%d}" % (MAX_OPENINGS + 1))
 
 
-def too_deep(path: Path, chunk: int = 8 << 20) -> bool:
-    """Whether some line of the file holds more than MAX_OPENINGS `{` or `[` (it might nest that deep)."""
-    return _survey(path, chunk)[0]
-
-
 def _survey(path: Path, chunk: int = 8 << 20) -> tuple[bool, int]:
     """One pass over a JSONL file: (a line might nest too deep for pyarrow, how many lines it has). The
     pass stops at the first line too deep (that file goes to the line reader: the count is moot)."""
