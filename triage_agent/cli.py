@@ -340,11 +340,7 @@ def _picked(location: str, pick: str | None) -> str:
 
     if remote.is_remote(location):
         return location.rstrip("/") + "/" + pick.strip("/")
-    split = split_runs(Path(location))
-    got = split.pick(pick)
-    if got is None:
-        raise TriageError(f"{location}: no run named {pick!r}; runs: {', '.join(r.name for r in split.runs[:12])}")
-    return str(got.path)
+    return str(split_runs(Path(location)).require(pick, location).path)
 
 
 ON_FINDING_SECONDS = 60  # an --on-finding command that runs longer is stopped

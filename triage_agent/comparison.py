@@ -110,19 +110,18 @@ def series_of(facts: Facts) -> dict[str, Series]:
                                                   rd.history.source))
             offset += int(np.nanmax(steps)) + 1 if len(steps) else 0
         for col, chunks in parts.items():
-            st, vals = np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks])
-            ok = np.isfinite(st) & np.isfinite(vals)
-            if ok.sum():
-                out[f"{role}/{col}"] = Series(f"{role}/{col}", st[ok].astype(np.int64), vals[ok], chunks[0][2])
+            s = Series.finite(f"{role}/{col}", np.concatenate([c[0] for c in chunks]),
+                              np.concatenate([c[1] for c in chunks]), chunks[0][2])
+            if s is not None:
+                out[s.name] = s
     if run.eval_history is not None:
         frame = run.eval_history.frame
         for col in ("proxy_reward", "gold_pass_rate"):
             if col in frame.columns:
-                st, vals = frame["step"].to_numpy(dtype=float), frame[col].to_numpy(dtype=float)
-                ok = np.isfinite(st) & np.isfinite(vals)
-                if ok.sum():
-                    out[f"eval/{col}"] = Series(f"eval/{col}", st[ok].astype(np.int64), vals[ok],
-                                                run.eval_history.source)
+                s = Series.finite(f"eval/{col}", frame["step"].to_numpy(dtype=float),
+                                  frame[col].to_numpy(dtype=float), run.eval_history.source)
+                if s is not None:
+                    out[s.name] = s
     return out
 
 

@@ -29,6 +29,15 @@ class Series:
     def n(self) -> int:
         return len(self.values)
 
+    @classmethod
+    def finite(cls, name: str, steps: np.ndarray, values: np.ndarray, source: str,
+               raw: str | None = None) -> Series | None:
+        """The points where both step and value are finite (steps as integers); None when there is none."""
+        ok = np.isfinite(values) & np.isfinite(steps)
+        if not ok.any():
+            return None
+        return cls(name, steps[ok].astype(np.int64), values[ok], source, raw)
+
 
 def head_tail(values: np.ndarray, fraction: float = 0.2, min_points: int = 3) -> tuple[float, float]:
     """(head mean, tail mean): the first and last `fraction` of the points, at least `min_points` each."""

@@ -28,18 +28,14 @@ def inspect(path: str | Path, progress: Progress | None = None, now: float | Non
     if remote.is_remote(location):
         m = remote.mirror(location, progress)
         root, display = m.path, m.url
-        notes = [*m.notes, f"fetched {m.fetched} file(s) ({m.fetched_bytes / 1e6:.1f} MB) from {m.url}, "
-                 f"{m.cached} from the cache"]
+        notes = m.summary()
     else:
         root = Path(path)
         if not root.is_dir():
             return offline_report(load_run(root, progress, now))  # the loader says what is wrong with it
     split = split_runs(root)
     if run is not None:
-        picked = split.pick(run)
-        if picked is None:
-            names = ", ".join(r.name for r in split.runs[:12])
-            raise TriageError(f"{display or location}: no run named {run!r}; runs: {names}")
+        picked = split.require(run, display or location)
         shown = f"{display}/{picked.name}" if display and picked.name != "." else display
         report = offline_report(load_run(picked.path, progress, now, split=False, display=shown))
         report.notes[:0] = notes

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import numpy as np
-
 from triage_agent.analysis import calibration as cal
 from triage_agent.analysis import filter as filt
 from triage_agent.analysis import rewards
@@ -164,13 +162,9 @@ class Facts:
         if table is None or name not in table.frame.columns:
             return None
         frame = table.frame[["step", name]]
-        steps = frame["step"].to_numpy(dtype=float)
-        values = frame[name].to_numpy(dtype=float)
-        ok = np.isfinite(values) & np.isfinite(steps)
-        if not ok.any():
-            return None
         raw = self.run.validation_key if name == "validation" else self.run.metric_sources.get(name)
-        return Series(name, steps[ok].astype(np.int64), values[ok], table.source, raw)
+        return Series.finite(name, frame["step"].to_numpy(dtype=float), frame[name].to_numpy(dtype=float),
+                             table.source, raw)
 
     def enough(self, name: str) -> Series | None:
         """The series when it has the steps a rule needs (`min_series_steps`), else None."""

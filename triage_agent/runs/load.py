@@ -75,8 +75,7 @@ def load_run(path: str | Path, progress: Progress | None = None, now: float | No
     if remote.is_remote(location):
         m = remote.mirror(location, progress)
         root, display = m.path, display or m.url
-        fetched = [*m.notes, f"fetched {m.fetched} file(s) ({m.fetched_bytes / 1e6:.1f} MB) from {m.url}, "
-                   f"{m.cached} from the cache"]
+        fetched = m.summary()
     else:
         root = Path(path)
     if split and _is_dir(root):

@@ -45,6 +45,11 @@ class Mirror:
     cached: int = 0
     notes: list[str] = field(default_factory=list)
 
+    def summary(self) -> list[str]:
+        """What the user is told about the fetch: its notes, then what was fetched and what was cached."""
+        return [*self.notes, f"fetched {self.fetched} file(s) ({self.fetched_bytes / 1e6:.1f} MB) from {self.url}, "
+                f"{self.cached} from the cache"]
+
 
 def is_remote(location: str) -> bool:
     m = _URL.match(location)

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from triage_agent.errors import TriageError
 from triage_agent.runs import discover as disc
 
 SPLIT_DEPTH = 8  # a run may sit this deep below the folder given (Hydra multirun: multirun/date/time/N/...)
@@ -52,6 +53,13 @@ class Split:
                 return r
         tail = [r for r in self.runs if r.path.name == want]
         return tail[0] if len(tail) == 1 else None
+
+    def require(self, name: str, where: str) -> RunRef:
+        """The run `name` (as `pick` finds it), or a one-line error listing the runs there are."""
+        got = self.pick(name)
+        if got is None:
+            raise TriageError(f"{where}: no run named {name!r}; runs: {', '.join(r.name for r in self.runs[:12])}")
+        return got
 
 
 @dataclass
