@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 import pandas as pd
 
@@ -51,18 +52,25 @@ def _complete_end(fh: Any, start: int, size: int) -> int:
 
 
 @dataclass
-class _Log:
+class _Tail:
+    """Where an appended file was read up to (its inode, the byte after the last complete line read, and
+    the lines before it)."""
+
     inode: int
-    scanner: logs.Scanner
     offset: int = 0
     lines: int = 0
+
+
+T = TypeVar("T", bound=_Tail)
 
 
 @dataclass
-class _Jsonl:
-    inode: int
-    offset: int = 0
-    lines: int = 0
+class _Log(_Tail):
+    scanner: logs.Scanner = field(default_factory=lambda: logs.Scanner(""))
+
+
+@dataclass
+class _Jsonl(_Tail):
     got: FormatRead = field(default_factory=FormatRead)
 
 
@@ -102,16 +110,22 @@ class Follower(Reader):
             return self._events(path, rel)
         return self._memo(role, path, rel, BY_NAME[role].read)  # type: ignore[no-any-return]
 
+    def _span(self, states: dict[str, T], rel: str, fh: BinaryIO, new: Callable[[int], T]) -> tuple[T, int]:
+        """The file's state (started afresh when the file is new, replaced or truncated) and the end of
+        its last complete line; what lies between the state's offset and that end is new."""
+        st = os.fstat(fh.fileno())
+        state = states.get(rel)
+        if state is None or state.inode != st.st_ino or st.st_size < state.offset:
+            state = states[rel] = new(st.st_ino)
+        end = _complete_end(fh, state.offset, st.st_size)
+        self.read_bytes += end - state.offset
+        return state, end
+
     def _log(self, path: Path, rel: str) -> FormatRead:
         with path.open("rb") as fh:
-            st = os.fstat(fh.fileno())
-            state = self.logs.get(rel)
-            if state is None or state.inode != st.st_ino or st.st_size < state.offset:
-                state = self.logs[rel] = _Log(st.st_ino, logs.Scanner(rel))  # new, replaced or truncated
-            end = _complete_end(fh, state.offset, st.st_size)
+            state, end = self._span(self.logs, rel, fh, lambda ino: _Log(ino, scanner=logs.Scanner(rel)))
             if end > state.offset:
                 state.lines = logs.scan_range(state.scanner, fh, state.offset, end, state.lines)
-                self.read_bytes += end - state.offset
                 state.offset = end
         scan = state.scanner.snapshot()
         return FormatRead(rows=scan.metric_rows, log=scan, eval_rows=scan.eval_rows,
@@ -119,14 +133,9 @@ class Follower(Reader):
 
     def _appended(self, role: str, path: Path, rel: str) -> FormatRead:
         with path.open("rb") as fh:
-            st = os.fstat(fh.fileno())
-            state = self.jsonl.get(rel)
-            if state is None or state.inode != st.st_ino or st.st_size < state.offset:
-                state = self.jsonl[rel] = _Jsonl(st.st_ino)
-            end = _complete_end(fh, state.offset, st.st_size)
+            state, end = self._span(self.jsonl, rel, fh, _Jsonl)
             if end > state.offset:
                 chunk = os.pread(fh.fileno(), end - state.offset, state.offset)
-                self.read_bytes += len(chunk)
                 # the format's own reader over just the new lines; its line numbers shifted to the file's
                 with tempfile.TemporaryDirectory(prefix="triage-follow-") as tmp:
                     part = Path(tmp) / path.name
