@@ -24,7 +24,7 @@ from triage_agent.findings.facts import resolve
 from triage_agent.findings.model import SEVERITY_RANK, Finding
 from triage_agent.runs import remote
 from triage_agent.runs.follow import Follower
-from triage_agent.runs.load import load_run
+from triage_agent.runs.load import NothingRecognisable, load_run
 from triage_agent.runs.model import Run
 
 STALL_FACTOR = 10  # run.stalled: no new step for this many median step times (or --stall-after, if longer)
@@ -149,9 +149,7 @@ def watch(location: str, on_event: Callable[[WatchEvent], bool], *, interval: fl
         follower.read_bytes = 0
         try:
             run: Run | None = load_run(location, now=clock(), reader=follower)
-        except TriageError as exc:
-            if "nothing recognisable" not in str(exc):
-                raise
+        except NothingRecognisable:
             run = None  # the run has not written anything yet: wait for it
         if run is None:
             state.passes += 1

@@ -54,6 +54,10 @@ def _round_key(found: disc.Found, fallback: dict[str, int]) -> tuple[str, int]:
     return "run", fallback[parent]
 
 
+class NothingRecognisable(TriageError):
+    """The folder holds nothing a run writes (yet: `triage watch` waits for it)."""
+
+
 class MultiRunError(TriageError):
     """The folder holds several runs: commands about one run name one instead of merging them."""
 
@@ -105,7 +109,7 @@ def load_run(path: str | Path, progress: Progress | None = None, now: float | No
     run.kind = _kind(run, manifest.kind)
     if not run.files or not _training_evidence(run):
         what = "" if not run.files else f" ({len(run.logs)} log file(s) with no training output in them)"
-        raise TriageError(f"{run.where}: nothing recognisable{what}: no configs, tables, trainer outputs or training "
+        raise NothingRecognisable(f"{run.where}: nothing recognisable{what}: no configs, tables, trainer outputs or training "
                           "logs; see the run-folder format in the README")
     return run
 
