@@ -25,8 +25,6 @@ ENGINE_ENV = "TRIAGE_SCAN_ENGINE"  # force one engine: hyperscan, re2 or re
 
 @dataclass
 class Block:
-    start: int
-    end: int
     newlines: int = 0
     # (offset of the line's start, newlines between the block's start and the line's start, the line with its
     # newline; None when it is longer than max_line)
@@ -129,7 +127,7 @@ def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_
     buf = os.pread(fd, end - start + overlap, start)
     n = end - start
     arr = np.frombuffer(buf, dtype=np.uint8, count=n)
-    blk = Block(start, end)
+    blk = Block()
     counted, at, skip_until = 0, 0, -1
     for p in find(buf, n):
         if p < skip_until:
