@@ -109,7 +109,25 @@ def test_dry_run_sends_nothing(env):
     assert code == 0 and srv.requests == []
     req = json.loads(out)["request"]
     assert req["model"] == "m" and req["messages"][0]["role"] == "system"
-    assert {t["function"]["name"] for t in req["tools"]} == set(tools.BY_NAME)
+    # a selector/generator run with a filter table and no calibration data, trainer metrics or peer runs
+    assert {t["function"]["name"] for t in req["tools"]} == {
+        "run_overview", "list_findings", "read_config", "summarize_reward_histogram", "diff_rounds", "filter_audit",
+        "reward_balance", "rollout_reliability", "generator_trajectory", "simulate_adjustment", "search_log"}
+
+
+def test_tools_offered_and_inlined_follow_the_run_kind():
+    from triage_agent.findings.facts import resolve
+    from triage_agent.runs.load import load_run
+
+    trainer = resolve(load_run(SAMPLES / "trl_entropy_collapse"))
+    offered = set(tools.available(trainer))
+    assert {"trainer_metrics", "read_config", "search_log"} <= offered
+    assert not offered & {"filter_audit", "calibration_audit", "generator_trajectory", "reward_balance", "compare_runs"}
+    assert tools.inlined(trainer) == ["read_config", "trainer_metrics"]
+    selector = resolve(load_run(RUN))
+    assert tools.inlined(selector) == ["read_config", "filter_audit", "reward_balance", "generator_trajectory"]
+    calib = resolve(load_run(SAMPLES / "reward_hacking"))
+    assert "calibration_audit" in tools.inlined(calib) and "filter_audit" not in tools.inlined(calib)
 
 
 def test_429_then_success_honours_retry_after(env):

@@ -5,16 +5,22 @@ import subprocess
 import sys
 
 from tests.conftest import REPO
-from triage_agent.cli import _parser
+from triage_agent.cli import COMMANDS, parser
 
 
 def commands():
-    sub = next(a for a in _parser()._actions if a.__class__.__name__ == "_SubParsersAction")
-    return sorted(sub.choices)
+    return [c.name for c in COMMANDS]
+
+
+def test_the_parser_is_built_from_the_command_registry():
+    sub = next(a for a in parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert list(sub.choices) == commands()
+    # the command modules of the package, each registering one command (an unregistered module would be lost)
+    modules = sorted(p.stem for p in (REPO / "triage_agent" / "cli").glob("*.py") if p.stem not in ("__init__", "base"))
+    assert sorted(commands()) == modules
 
 
 def test_every_command_has_help_with_an_example():
-    assert commands() == ["apply", "ask", "chat", "compare", "doctor", "eval", "inspect", "mcp", "report", "watch"]
     for name in commands():
         proc = subprocess.run([sys.executable, "-m", "triage_agent", name, "--help"], capture_output=True, text=True,
                               check=False)
@@ -33,7 +39,7 @@ def test_progress_bar_only_on_a_terminal():
 
     from rich.console import Console
 
-    from triage_agent.cli import _progress
+    from triage_agent.cli import progress as _progress
     from triage_agent.runs.load import load_run
 
     assert _progress(Console(file=io.StringIO())) is None

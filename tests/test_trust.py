@@ -195,7 +195,7 @@ def test_unknown_flag_shows_the_subcommand_usage(capsys):
 def test_spinner_only_on_a_terminal():
     import contextlib
 
-    from triage_agent.cli import _spinner
+    from triage_agent.cli import spinner as _spinner
 
     assert isinstance(_spinner(Console(file=io.StringIO()), "x"), contextlib.nullcontext)
     buf = io.StringIO()

@@ -14,7 +14,6 @@ from triage_agent.llm.client import LLMClient
 from triage_agent.report import Report
 
 MAX_TURNS = 6  # requests per report/ask, repair included; past it the offline answer stands
-INLINE_TOOLS = ("read_config", "filter_audit", "reward_balance", "generator_trajectory", "calibration_audit")
 
 
 @dataclass
@@ -52,7 +51,7 @@ def first_message(offline: Report, task: str, question: str | None) -> str:
 
 
 def inline_results(offline: Report) -> str:
-    results = {name: tools.call(offline.facts, name, {}) for name in INLINE_TOOLS}
+    results = {name: tools.call(offline.facts, name, {}) for name in tools.inlined(offline.facts)}
     usable = {k: v.output for k, v in results.items() if v.error is None}
     return prompts.render("inline_tools.md", results=json.dumps(usable, default=str))
 

@@ -31,6 +31,72 @@ MAX_ARGUMENTS = 64 << 10  # bytes of JSON arguments a tool call may send
 MAX_SERIES = 30  # series in one trainer_metrics answer; the rest are counted
 MAX_ROLLOUTS = 10_000  # beyond this the binomial tables cost more than they tell
 
+ToolFn = Callable[..., dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A registered tool: the function (its docstring and signature are the description and schema), when it
+    is offered to the model, and whether its no-argument result is inlined for endpoints without tool calls."""
+
+    fn: ToolFn
+    offered: Callable[[Facts], bool]
+    inline: bool
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+
+REGISTRY: dict[str, Tool] = {}
+
+
+def _always(facts: Facts) -> bool:
+    return True
+
+
+def tool(*, offered: Callable[[Facts], bool] = _always, inline: bool = False) -> Callable[[ToolFn], ToolFn]:
+    """Register a tool. `offered` says on which runs the model sees it (a tool for data the run lacks only
+    costs the model a turn); `inline` puts its no-argument result in the first message when the endpoint
+    cannot call tools."""
+
+    def register(fn: ToolFn) -> ToolFn:
+        if fn.__name__ in REGISTRY:
+            raise AssertionError(f"tool {fn.__name__} registered twice")
+        REGISTRY[fn.__name__] = Tool(fn, offered, inline)
+        return fn
+
+    return register
+
+
+def _has_rounds(facts: Facts) -> bool:
+    return bool(facts.run.rounds)
+
+
+def _has_filter(facts: Facts) -> bool:
+    return facts.run.filter_stats is not None
+
+
+def _has_selector(facts: Facts) -> bool:
+    return bool(facts.run.rounds_of("selector"))
+
+
+def _has_generator(facts: Facts) -> bool:
+    return bool(facts.run.rounds_of("generator"))
+
+
+def _has_calibration(facts: Facts) -> bool:
+    run = facts.run
+    return any(t is not None for t in (run.eval_history, run.solver_scores, run.calibration_events, run.perturbations))
+
+
+def _has_metrics(facts: Facts) -> bool:
+    return facts.run.metrics is not None
+
+
+def _has_peers(facts: Facts) -> bool:
+    return bool(facts.peers)
+
 
 def _r(x: Any) -> Any:
     """Floats rounded to 4 digits for the model; anything else as it is."""
@@ -44,6 +110,7 @@ def _find_round(run: Run, name: str) -> Round:
     raise ValueError(f"no round '{name}'; rounds: {', '.join(r.name for r in run.rounds) or 'none'}")
 
 
+@tool()
 def run_overview(facts: Facts) -> dict[str, Any]:
     """What the run folder holds: kind, files by role, rounds with their row counts, logs, config files."""
     run = facts.run
@@ -66,6 +133,7 @@ def run_overview(facts: Facts) -> dict[str, Any]:
     }
 
 
+@tool()
 def list_findings(facts: Facts, min_severity: Literal["high", "medium", "low", "info"] = "info") -> dict[str, Any]:
     """The deterministic findings (ids, severity, title, evidence), most severe first.
 
@@ -92,6 +160,7 @@ def _bounded(value: Any, depth: int = 0) -> Any:
     return _r(value)
 
 
+@tool(inline=True)
 def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
     """Config values with their dotted key paths (secrets redacted). Adjustments must use these file and key names.
 
@@ -113,6 +182,7 @@ def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
     return {"configs": trimmed, "source": file or ", ".join(files)}
 
 
+@tool(offered=_has_rounds)
 def summarize_reward_histogram(facts: Facts, round: str, series: str) -> dict[str, Any]:
     """Statistics of one reward series (or generator accuracy) of a round: mean, std, first/last 10%, trend, swing, 10-bin histogram, 40-point curve.
 
@@ -135,6 +205,7 @@ def summarize_reward_histogram(facts: Facts, round: str, series: str) -> dict[st
             "curve_40pt": [rnd(v) for v in st.spark], "source": rd.history.source}
 
 
+@tool(offered=_has_rounds)
 def diff_rounds(facts: Facts, round_a: str, round_b: str) -> dict[str, Any]:
     """Compare two rounds of the same role: per-series means, relative change, curve correlation, checkpoints.
 
@@ -154,6 +225,7 @@ def diff_rounds(facts: Facts, round_a: str, round_b: str) -> dict[str, Any]:
             "meta_a": a.meta, "meta_b": b.meta, "source": f"{a.history.source}, {b.history.source}"}
 
 
+@tool(offered=_has_filter, inline=True)
 def filter_audit(facts: Facts) -> dict[str, Any]:
     """The pre-training filter: band share before/after, kept count, 10-bin accuracy histograms, and whether kept flags follow the config's thresholds."""
     run = facts.run
@@ -169,6 +241,7 @@ def filter_audit(facts: Facts) -> dict[str, Any]:
             "source": run.filter_stats.source}
 
 
+@tool(offered=_has_selector, inline=True)
 def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
     """Contribution share of each weighted reward component to the reward signal (within-step when per-rollout samples exist, else approximate over steps).
 
@@ -190,6 +263,7 @@ def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
             "steps": bal.n_steps, "source": bal.source}
 
 
+@tool(offered=_has_selector)
 def rollout_reliability(facts: Facts, rollouts: int | None = None) -> dict[str, Any]:
     """How precise accuracy estimates are: standard error at p = 0.5 and the chance a true-0.5 question lands outside the band, for the configured rollout counts (or a given count).
 
@@ -218,6 +292,7 @@ def rollout_reliability(facts: Facts, rollouts: int | None = None) -> dict[str, 
     return {"band": list(b), "estimates": out, "source": cv.file if cv else "given"}
 
 
+@tool(offered=_has_generator, inline=True)
 def generator_trajectory(facts: Facts) -> dict[str, Any]:
     """Generator accuracy per round (start and end = mean of first/last 10% of steps) against target_accuracy, with checkpoints."""
     traj = facts.trajectory
@@ -230,6 +305,7 @@ def generator_trajectory(facts: Facts) -> dict[str, Any]:
             "source": ", ".join(g.history.source for g in facts.run.rounds_of("generator") if g.history)[:300]}
 
 
+@tool(offered=_has_calibration, inline=True)
 def calibration_audit(facts: Facts) -> dict[str, Any]:
     """Solver-calibration numbers: proxy vs gold trends and divergence step, high-score failures, ECE with the reliability table, calibration cadence and flip rate, candidate confirmation, output-range moves, perturbation sensitivity."""
     run = facts.run
@@ -265,6 +341,7 @@ def calibration_audit(facts: Facts) -> dict[str, Any]:
     return out
 
 
+@tool(offered=_has_metrics, inline=True)
 def trainer_metrics(facts: Facts, series: str | None = None) -> dict[str, Any]:
     """Per-step trainer series by canonical name (reward, entropy, kl, grad_norm, loss, length, clipped_share, zero_std_share, lr, is_ratio, validation; reward components as rc:<fn>): steps logged, the raw first and last values, head/tail means (first/last 20% of steps), min and max with their steps, the trend, and for one series a 40-point curve.
 
@@ -298,6 +375,7 @@ def trainer_metrics(facts: Facts, series: str | None = None) -> dict[str, Any]:
     return {"series": shown, "total_series": len(names), "shown": len(shown), "source": source}
 
 
+@tool()
 def simulate_adjustment(facts: Facts, changes: dict[str, float]) -> dict[str, Any]:
     """What-if: re-compute the run's numbers with config changes applied together, and say whether each meets its target.
 
@@ -332,6 +410,7 @@ def resolve_key(run: Run, spec: str) -> ConfigValue:
     raise ValueError(f"'{spec[:120]}' is ambiguous: " + ", ".join(f"{c.file}:{c.key}" for c in found[:8]))
 
 
+@tool()
 def search_log(facts: Facts, pattern: str, file: str | None = None, max_matches: int = 10) -> dict[str, Any]:
     """Grep the run's log files (a regular expression, case-insensitive); returns matching lines with line numbers, bounded.
 
@@ -384,6 +463,7 @@ def _matcher(pattern: str) -> tuple[Callable[[str], bool], str]:
     return (lambda text: needle in text.lower()), "literal text (not a pattern RE2 accepts)"
 
 
+@tool(offered=_has_peers)
 def compare_runs(facts: Facts, series: str | None = None) -> dict[str, Any]:
     """This run (A) beside the runs the user named with --vs (B, ...): the config keys that differ, each series' first, last, head and tail means with the difference to A, the step where each curve parts from A's beyond the runs' noise, and the finding ids only one run has.
 
@@ -408,18 +488,18 @@ def compare_runs(facts: Facts, series: str | None = None) -> dict[str, Any]:
     return doc
 
 
-TOOLS: list[Callable[..., dict[str, Any]]] = [
-    run_overview, list_findings, read_config, summarize_reward_histogram, diff_rounds, filter_audit, reward_balance,
-    rollout_reliability, generator_trajectory, calibration_audit, trainer_metrics, simulate_adjustment, search_log]
-BY_NAME = {fn.__name__: fn for fn in TOOLS}
-# offered only when other runs are loaded beside the run (`ask --vs`)
-PEER_TOOLS: list[Callable[..., dict[str, Any]]] = [compare_runs]
+TOOLS: list[ToolFn] = [t.fn for t in REGISTRY.values()]
+BY_NAME: dict[str, ToolFn] = {t.name: t.fn for t in REGISTRY.values()}
 
 
-def available(facts: Facts | None = None) -> dict[str, Callable[..., dict[str, Any]]]:
-    """The tools the model may call on these facts, by name."""
-    extra = PEER_TOOLS if facts is not None and facts.peers else []
-    return {**BY_NAME, **{fn.__name__: fn for fn in extra}}
+def available(facts: Facts | None = None) -> dict[str, ToolFn]:
+    """The tools the model may call on these facts, by name (every tool when no run is given)."""
+    return {t.name: t.fn for t in REGISTRY.values() if facts is None or t.offered(facts)}
+
+
+def inlined(facts: Facts) -> list[str]:
+    """The tools whose results stand in for tool calls on an endpoint without them, for this run."""
+    return [t.name for t in REGISTRY.values() if t.inline and t.offered(facts)]
 
 
 def schemas(facts: Facts | None = None) -> list[dict[str, Any]]:
@@ -444,10 +524,9 @@ class ToolResult:
 def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult:
     """Run a tool for the model. Bad names, bad arguments and anything a tool raises come back as an error
     result the model can act on, never as an exception out of the agent loop."""
-    offered = available(facts)
-    fn = offered.get(name)
+    fn = BY_NAME.get(name)  # a registered tool not offered on this run still answers (with its own refusal)
     if fn is None:
-        return ToolResult(error=f"unknown tool '{name[:80]}'. Valid tools: {', '.join(offered)}")
+        return ToolResult(error=f"unknown tool '{name[:80]}'. Valid tools: {', '.join(available(facts))}")
     if isinstance(arguments, str) and len(arguments) > MAX_ARGUMENTS:
         return ToolResult(error=f"arguments of {len(arguments):,} characters; at most {MAX_ARGUMENTS:,}")
     try:
@@ -475,4 +554,4 @@ def _bounded_text(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
-__all__ = ["BY_NAME", "TOOLS", "ToolResult", "call", "schemas"]
+__all__ = ["BY_NAME", "REGISTRY", "TOOLS", "Tool", "ToolResult", "available", "call", "inlined", "schemas", "tool"]

@@ -168,7 +168,8 @@ def build_server(roots: list[Path], allow_write: bool = False) -> Any:
     server.add_tool(inspect_run)
     server.add_tool(compare_runs)
     for fn in tools.TOOLS:
-        if fn.__name__ != "list_findings":  # inspect_run serves it, with the fixes
+        if fn.__name__ not in ("list_findings", "compare_runs"):  # served above: inspect_run (with the fixes), and
+            # compare_runs over a list of runs instead of peers loaded beside one
             server.add_tool(_as_mcp_tool(fn, conf))
     if allow_write:
         server.add_tool(_apply_tool(conf))

@@ -14,6 +14,7 @@ __all__ = ["REGISTRY", "evaluate"]
 def evaluate(facts: Facts) -> list[Finding]:
     findings: list[Finding] = []
     for rule in REGISTRY.values():
-        findings += rule.run(facts, facts.rules)
+        if rule.applies(facts.run.paradigm):
+            findings += rule.run(facts, facts.rules)
     findings.sort(key=lambda f: SEVERITY_RANK[f.severity])
     return findings

@@ -21,7 +21,7 @@ def _tail_mean(facts: Facts, column: str, fraction: float) -> tuple[float, int] 
     return float(t.mean()), len(t)
 
 
-@rule("reward.zero_variance_groups", FAMILY, ("tail_fraction", "zero_std_share_max"),
+@rule("reward.zero_variance_groups", FAMILY, ("tail_fraction", "zero_std_share_max"), needs=("zero_std_share",),
       cause="Most rollout groups have identical rewards, so GRPO-style advantages are zero: prompts are too easy "
             "or too hard for the policy.",
       rationale="More generations per prompt make it likelier that a group holds both a pass and a fail.",
@@ -39,6 +39,7 @@ def zero_variance_groups(facts: Facts, rules: Rules) -> Finding | None:
 
 
 @rule("generation.truncated", FAMILY, ("tail_fraction", "truncated_share", "truncated_share_high"),
+      needs=("clipped_share",),
       cause="Completions are cut at the length limit, so rewards are computed on cut-off answers.",
       rationale="A longer completion limit lets answers finish before they are scored.",
       suggest=truncation_suggestion,

@@ -3,7 +3,9 @@ its optional suggestion hook. The engine, the offline diagnosis, the README chec
 all read this one table.
 
 Adding a finding is one decorated function in a family module (`selector.py`, `calibration.py`,
-`generic.py`, ...) plus its line in the README's finding list.
+`generic.py`, ...) plus its line in the README's finding list. The registration says everything else
+about it: the thresholds it reads, the canonical series it needs (`metrics.not_logged` is derived
+from these), and the paradigms it judges (the engine skips it on any other run).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
 from triage_agent.findings.rules import Rules
+from triage_agent.runs.model import PARADIGMS
 
 CheckResult = Finding | list[Finding] | None
 Check = Callable[[Facts, Rules], CheckResult]
@@ -32,6 +35,11 @@ class Rule:
     rationale: str | None = None  # why its suggested change helps (shown with the adjustment)
     suggest: SuggestHook | None = None
     fix: str | None = None  # one line: what to do about it
+    needs: tuple[str, ...] = ()  # canonical series the rule cannot be checked without
+    paradigms: frozenset[str] | None = None  # the run paradigms it judges; None: every run
+
+    def applies(self, paradigm: str) -> bool:
+        return self.paradigms is None or paradigm in self.paradigms
 
     def run(self, facts: Facts, rules: Rules) -> list[Finding]:
         got = self.check(facts, rules)
@@ -49,13 +57,18 @@ REGISTRY: dict[str, Rule] = {}
 
 
 def rule(id: str, family: str, thresholds: tuple[str, ...] = (), *, cause: str, rationale: str | None = None,
-         suggest: SuggestHook | None = None, fix: str | None = None) -> Callable[[Check], Check]:
+         suggest: SuggestHook | None = None, fix: str | None = None, needs: tuple[str, ...] = (),
+         paradigms: tuple[str, ...] | None = None) -> Callable[[Check], Check]:
     """Register `fn` as the check of finding `id`."""
+    unknown = set(paradigms or ()) - set(PARADIGMS)
+    if unknown:  # our own bug: a misspelt paradigm would silently switch the rule off
+        raise AssertionError(f"finding {id}: unknown paradigms {sorted(unknown)}")
 
     def register(fn: Check) -> Check:
         if id in REGISTRY:
             raise AssertionError(f"finding {id} registered twice")
-        REGISTRY[id] = Rule(id, family, thresholds, cause, fn, rationale, suggest, fix)
+        REGISTRY[id] = Rule(id, family, thresholds, cause, fn, rationale, suggest, fix, needs,
+                            None if paradigms is None else frozenset(paradigms))
         return fn
 
     return register

@@ -15,15 +15,18 @@ from triage_agent.analysis.rewards import shares_from_cov
 from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
-from triage_agent.findings.registry import rule
+from triage_agent.findings.registry import REGISTRY, rule
 from triage_agent.findings.rules import Rules, ge, gt
 from triage_agent.findings.suggest_trainer import (
     entropy_suggestion,
     kl_suggestion,
     lr_suggestion,
 )
+from triage_agent.runs.formats.canonical import WHY_UNLOGGED
 
 FAMILY = "trainer"
+# the policy-gradient rules also judge trainer runs whose paradigm could not be told (they were built for those)
+POLICY = ("policy_gradient", "unknown")
 HEAD_TAIL = ("head_tail_fraction", "head_tail_min_points", "min_series_steps")
 
 
@@ -43,7 +46,8 @@ def _p95_p5(values: np.ndarray) -> float:
 @rule("reward.flat", FAMILY, ("flat_min_steps", "flat_rho_max", "flat_gain_share", *HEAD_TAIL),
       cause="The reward does not move: the policy is not learning (learning rate, advantages or reward signal).",
       fix="check that the reward functions vary across a group (reward_std > 0) and that the learning rate is not "
-          "zero; try a higher learning rate or easier prompts")
+          "zero; try a higher learning rate or easier prompts",
+      needs=('reward',), paradigms=POLICY)
 def reward_flat(facts: Facts, rules: Rules) -> Finding | None:
     s = facts.series("reward")
     if s is None or s.n < rules["flat_min_steps"]:
@@ -64,7 +68,8 @@ def reward_flat(facts: Facts, rules: Rules) -> Finding | None:
       cause="The reward rose and then fell back: the policy found and lost a behaviour (instability, "
             "reward hacking undone by a penalty, or a learning rate too high).",
       fix="resume from the checkpoint near the peak step and lower the learning rate; check what changed at "
-          "the peak (KL, entropy, length)")
+          "the peak (KL, entropy, length)",
+      needs=('reward',), paradigms=POLICY)
 def reward_collapsed(facts: Facts, rules: Rules) -> Finding | None:
     s = facts.enough("reward")
     if s is None:
@@ -96,7 +101,8 @@ def reward_collapsed(facts: Facts, rules: Rules) -> Finding | None:
       fix="raise the sampling temperature to 1.0, add a small entropy bonus (entropy_coeff 0.001), or use "
           "clip-higher (DAPO's epsilon_high)",
       rationale="An entropy bonus or a higher temperature keeps the policy sampling different completions.",
-      suggest=entropy_suggestion)
+      suggest=entropy_suggestion,
+      needs=('entropy',), paradigms=POLICY)
 def entropy_collapse(facts: Facts, rules: Rules) -> Finding | None:
     s = facts.enough("entropy")
     if s is None:
@@ -118,7 +124,8 @@ def entropy_collapse(facts: Facts, rules: Rules) -> Finding | None:
             "and its updates can be trusted.",
       fix="raise the KL coefficient (beta / kl_coef), lower the learning rate, or resume from before the step "
           "where it started",
-      rationale="A larger KL penalty keeps the policy near the reference model.", suggest=kl_suggestion)
+      rationale="A larger KL penalty keeps the policy near the reference model.", suggest=kl_suggestion,
+      needs=('kl',), paradigms=POLICY)
 def kl_explosion(facts: Facts, rules: Rules) -> Finding | None:
     s = facts.enough("kl")
     if s is None:
@@ -140,7 +147,7 @@ def kl_explosion(facts: Facts, rules: Rules) -> Finding | None:
       cause="The probabilities the trainer computes differ from those the inference engine sampled with, so the "
             "update is off-policy in a way the loss does not correct.",
       fix="match the inference engine's precision and kernels to the trainer's (dtype, attention backend), or turn "
-          "on importance-sampling correction (TRL vllm_importance_sampling_correction, verl rollout IS)")
+          "on importance-sampling correction (TRL vllm_importance_sampling_correction, verl rollout IS)", paradigms=POLICY)
 def train_inference_mismatch(facts: Facts, rules: Rules) -> Finding | None:
     s = facts.enough("is_ratio")
     if s is None or s.raw is None:
@@ -186,7 +193,8 @@ def nonfinite(facts: Facts, rules: Rules) -> Finding | None:
                                         "grad_spike_high_count", "min_series_steps"),
       cause="The gradient norm spiked far above its running median: single batches push the policy hard.",
       fix="clip gradients (max_grad_norm 1.0) and lower the learning rate; look at the batches of the spike steps",
-      rationale="A smaller learning rate damps the updates that spike.", suggest=lr_suggestion)
+      rationale="A smaller learning rate damps the updates that spike.", suggest=lr_suggestion,
+      needs=('grad_norm',), paradigms=POLICY)
 def grad_norm_spike(facts: Facts, rules: Rules) -> Finding | None:
     s = facts.enough("grad_norm")
     if s is None:
@@ -208,7 +216,8 @@ def grad_norm_spike(facts: Facts, rules: Rules) -> Finding | None:
       cause="The gradient is exactly zero on many steps: every group's rewards tie (or every completion is "
             "clipped), so there is nothing to learn from.",
       fix="make the task learnable at this size: more generations per prompt, easier or harder prompts, a longer "
-          "completion limit, or a reward with partial credit")
+          "completion limit, or a reward with partial credit",
+      needs=('grad_norm',), paradigms=POLICY)
 def zero_grad(facts: Facts, rules: Rules) -> Finding | None:
     s = facts.enough("grad_norm")
     if s is None:
@@ -226,7 +235,8 @@ def zero_grad(facts: Facts, rules: Rules) -> Finding | None:
 @rule("generation.length_collapse", FAMILY, ("length_collapse_ratio", *HEAD_TAIL),
       cause="Completions became much shorter: the policy learnt to stop early (a length penalty or a format reward "
             "that pays for short answers).",
-      fix="check the reward for a length bias (format rewards, overlong penalties) and the EOS handling")
+      fix="check the reward for a length bias (format rewards, overlong penalties) and the EOS handling",
+      needs=('length',), paradigms=POLICY)
 def length_collapse(facts: Facts, rules: Rules) -> Finding | None:
     s = facts.enough("length")
     if s is None:
@@ -246,7 +256,8 @@ def length_collapse(facts: Facts, rules: Rules) -> Finding | None:
                                               *HEAD_TAIL),
       cause="Completions grow until they hit the length cap: the policy rambles (often reward hacking on length).",
       fix="add an overlong penalty or a length-normalised loss (DAPO), and check whether the reward favours long "
-          "answers")
+          "answers",
+      needs=('length',), paradigms=POLICY)
 def length_explosion(facts: Facts, rules: Rules) -> Finding | None:
     s, c = facts.enough("length"), facts.enough("clipped_share")
     grew = clipped = False
@@ -282,7 +293,7 @@ def length_explosion(facts: Facts, rules: Rules) -> Finding | None:
       cause="One reward component carries most of the reward signal while another does not improve: the policy "
             "optimises the easy component and ignores the other.",
       fix="reweight the reward functions (reward_weights) or rescale the dominant one; check whether the stagnant "
-          "component can be earned at all")
+          "component can be earned at all", paradigms=POLICY)
 def component_dominates(facts: Facts, rules: Rules) -> Finding | None:
     m = facts.run.metrics
     if m is None:
@@ -384,16 +395,6 @@ def in_progress(facts: Facts, rules: Rules) -> Finding | None:
                    f"{ev['newest_file_age_minutes']:g} minutes ago", ev)
 
 
-NEEDED = {
-    "reward": "no reward metric under any known name (add one with [columns] reward = \"...\" in triage.toml)",
-    "entropy": "verl logs actor/entropy only with calculate_entropy or a non-zero entropy_coeff; TRL logs entropy "
-               "from v0.19",
-    "kl": "TRL logs no kl when beta == 0; verl logs actor/kl_loss only with use_kl_loss",
-    "grad_norm": "the trainer does not log the gradient norm",
-    "length": "no completion-length metric (TRL completions/mean_length, verl response_length/mean)",
-    "clipped_share": "TRL logs completions/clipped_ratio from v0.17; verl logs response_length/clip_ratio",
-    "zero_std_share": "TRL logs frac_reward_zero_std from v0.19; verl and OpenRLHF do not log it",
-}
 
 
 @rule("metrics.not_logged", FAMILY,
@@ -404,7 +405,10 @@ def not_logged(facts: Facts, rules: Rules) -> Finding | None:
     m = facts.run.metrics
     if m is None:
         return None
-    missing = {k: v for k, v in NEEDED.items() if facts.series(k) is None}
+    # what the rules that judge this run need, from their registrations
+    needed = sorted({k for r in REGISTRY.values() if r.applies(facts.run.paradigm) for k in r.needs},
+                    key=lambda k: (list(WHY_UNLOGGED).index(k) if k in WHY_UNLOGGED else len(WHY_UNLOGGED), k))
+    missing = {k: WHY_UNLOGGED.get(k, "not logged under any known name") for k in needed if facts.series(k) is None}
     beta = facts.config("beta")
     if "kl" in missing and beta is not None and beta.value == 0:
         missing["kl"] = f"{beta.file}:{beta.key} is 0, so TRL computes and logs no KL"

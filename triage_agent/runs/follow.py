@@ -29,7 +29,6 @@ from triage_agent.runs.formats.canonical import Canonical, Incremental
 from triage_agent.runs.load import Reader
 from triage_agent.runs.model import ParseError
 
-APPENDED_JSONL = ("verl_jsonl", "swift_jsonl", "wandb_history")
 TAIL = 1 << 16  # bytes looked at, from the end backwards, for the last complete line
 
 
@@ -102,11 +101,12 @@ class Follower(Reader):
         return (None if frame is None else frame.copy()), errors  # the loader sorts and renames in place
 
     def trainer(self, role: str, path: Path, rel: str) -> FormatRead:
-        if role == "log":
+        follow = BY_NAME[role].follow  # each format says how it is followed
+        if follow == "log":
             return self._log(path, rel)
-        if role in APPENDED_JSONL:
+        if follow == "lines":
             return self._appended(role, path, rel)
-        if role == "tfevents" and tb.available():
+        if follow == "events" and tb.available():
             return self._events(path, rel)
         return self._memo(role, path, rel, BY_NAME[role].read)  # type: ignore[no-any-return]
 

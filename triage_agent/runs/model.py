@@ -8,6 +8,10 @@ from typing import Any
 
 import pandas as pd
 
+# What kind of training a run is (post-training-findings.md, "Paradigm"); rules declare the ones they judge.
+PARADIGMS = ("policy_gradient", "preference", "sft", "reward_model", "selector_generator", "solver_calibration",
+             "unknown")
+
 
 @dataclass(frozen=True)
 class ParseError:
@@ -141,6 +145,8 @@ class Run:
     rule_overrides: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     display: str | None = None  # where the run lives when it is not `root` (a remote URL mirrored locally)
+    paradigm: str = "unknown"  # one of PARADIGMS
+    paradigm_evidence: list[str] = field(default_factory=list)  # what decided it (metric names, config, banner)
 
     @property
     def where(self) -> str:

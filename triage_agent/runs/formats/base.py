@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from triage_agent.runs.model import LogScan, ParseError
 
@@ -25,6 +25,14 @@ class FormatRead:
     trainer: str | None = None
 
 
+# How `triage watch` follows a file of the format between passes:
+#   reread  - read again whole, only when its size, mtime or inode changed (documents rewritten in place)
+#   lines   - the file only grows by whole lines: the format's `read` runs over just the appended lines
+#   log     - a console log: the streaming scanner keeps its state and byte offset
+#   events  - TensorBoard records: the reader keeps its place in the file
+Follow = Literal["reread", "lines", "log", "events"]
+
+
 @dataclass(frozen=True)
 class Format:
     """One trainer output format. `name` is the role its files get in the run's file list."""
@@ -34,6 +42,7 @@ class Format:
     read: Callable[[Path, str], FormatRead]
     # a format whose files are listed but never read (a note says why), e.g. binary W&B files
     skip_note: str | None = None
+    follow: Follow = "reread"
 
 
 def head_bytes(path: Path, size: int = 4096) -> bytes:

@@ -50,6 +50,18 @@ LABELS = {"reward": "reward", "optimized_reward": "optimised reward (score + pen
           "clipped_share": "share of completions at the length cap", "lr": "learning rate",
           "is_ratio": "train/inference mismatch", "validation": "validation score"}
 
+# why a trainer may not log a canonical series: what `metrics.not_logged` says when a rule needs it
+WHY_UNLOGGED = {
+    "reward": "no reward metric under any known name (add one with [columns] reward = \"...\" in triage.toml)",
+    "entropy": "verl logs actor/entropy only with calculate_entropy or a non-zero entropy_coeff; TRL logs entropy "
+               "from v0.19",
+    "kl": "TRL logs no kl when beta == 0; verl logs actor/kl_loss only with use_kl_loss",
+    "grad_norm": "the trainer does not log the gradient norm",
+    "length": "no completion-length metric (TRL completions/mean_length, verl response_length/mean)",
+    "clipped_share": "TRL logs completions/clipped_ratio from v0.17; verl logs response_length/clip_ratio",
+    "zero_std_share": "TRL logs frac_reward_zero_std from v0.19; verl and OpenRLHF do not log it",
+}
+
 
 def strip_prefix(key: str) -> str:
     for p in _PREFIXES:

@@ -58,4 +58,4 @@ def _read(path: Path, rel: str) -> FormatRead:
                       planned_steps=scan.planned_steps, trainer=scan.trainer)
 
 
-FORMAT = Format("log", sniff, _read)
+FORMAT = Format("log", sniff, _read, follow="log")

@@ -49,4 +49,4 @@ def _read(path: Path, rel: str) -> FormatRead:
     return got
 
 
-FORMAT = Format("swift_jsonl", _sniff, _read)
+FORMAT = Format("swift_jsonl", _sniff, _read, follow="lines")

@@ -73,4 +73,5 @@ def _read(path: Path, rel: str) -> FormatRead:
     return FormatRead(rows=rows, errors=errors)
 
 
-FORMAT = Format("tfevents", lambda path, rel: path.name.lower().startswith("events.out.tfevents"), _read)
+FORMAT = Format("tfevents", lambda path, rel: path.name.lower().startswith("events.out.tfevents"), _read,
+                follow="events")

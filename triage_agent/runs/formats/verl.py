@@ -47,4 +47,4 @@ def _read(path: Path, rel: str) -> FormatRead:
     return FormatRead(rows=rows, errors=errors)
 
 
-JSONL = Format("verl_jsonl", _sniff, _read)
+JSONL = Format("verl_jsonl", _sniff, _read, follow="lines")

@@ -54,7 +54,8 @@ def _never(path: Path, rel: str) -> FormatRead:
     return FormatRead()
 
 
-HISTORY = Format("wandb_history", lambda path, rel: path.name.lower() == "wandb-history.jsonl", _read_history)
+HISTORY = Format("wandb_history", lambda path, rel: path.name.lower() == "wandb-history.jsonl", _read_history,
+                 follow="lines")
 SUMMARY = Format("wandb_summary", lambda path, rel: path.name.lower() == "wandb-summary.json", _read_summary)
 BINARY = Format("wandb_binary", lambda path, rel: path.suffix.lower() == ".wandb", _never,
                 skip_note="binary W&B file; run `wandb sync` first (or export history) to analyse it")

@@ -1,0 +1,180 @@
+"""What every command of the command line shares: the `Command` registration, common flags, the one JSON
+writer, and console helpers. Nothing heavy is imported here, so `triage --help` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from triage_agent.errors import TriageError
+from triage_agent.findings.model import SEVERITIES
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+Handler = Callable[[argparse.Namespace, "Console", "Console"], int]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, help texts and example, how it adds its arguments, and its handler (parse ->
+    call the command's function -> render its result -> exit code). `order` places it in `triage --help`."""
+
+    name: str
+    summary: str
+    description: str
+    example: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Handler
+    order: int = 100
+
+
+RUN_HELP = "the run folder (or a folder of several runs; or a remote URL: s3://, gs://, hf://)"
+
+
+def report_flags(sp: argparse.ArgumentParser) -> None:
+    """What inspect and report share: the run, JSON on stdout, a CI gate, the HTML page."""
+    sp.add_argument("run", help=RUN_HELP)
+    sp.add_argument("--run", dest="pick", metavar="NAME", help="in a folder of several runs, the one to read")
+    sp.add_argument("--json", action="store_true", help="print the JSON report document on stdout")
+    sp.add_argument("--fail-on", choices=SEVERITIES[:3], help="exit 1 when a finding this severe or worse exists")
+    sp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
+
+
+def endpoint_flags(sp: argparse.ArgumentParser, sends: bool = True) -> None:
+    sp.add_argument("--model", help="model name (else $TRIAGE_MODEL, the profile, or the endpoint's first model)")
+    sp.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
+    sp.add_argument("--profile", help="a profile of ~/.config/triage/config.toml")
+    if sends:
+        sp.add_argument("--dry-run", action="store_true", help="print exactly what would be sent, and send nothing")
+        sp.add_argument("--no-save", action="store_true", help="do not save a transcript in the state dir")
+
+
+def settings_from(args: argparse.Namespace) -> Any:
+    """The endpoint settings: these flags over the environment over the profile."""
+    from triage_agent.llm.settings import resolve
+
+    return resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
+
+
+def write_json(out: Console, doc: Any) -> None:
+    """The one JSON writer: every command's --json (and --dry-run) output goes through here, masked and with
+    non-finite numbers made null, whatever the command."""
+    import json
+
+    from triage_agent import redact
+    from triage_agent.render.jsondoc import _clean
+
+    out.file.write(json.dumps(redact.obj(_clean(doc)), indent=2, ensure_ascii=False) + "\n")
+
+
+def literal(s: object, style: str = "") -> Any:
+    """Outside text (paths, errors, model output) for a console: shown as is, never markup or escapes."""
+    from triage_agent.render.text import literal as _literal
+
+    return _literal(s, style)
+
+
+def neutralise(s: str) -> str:
+    from triage_agent.render.text import neutralise as _neutralise
+
+    return _neutralise(s)
+
+
+def spinner(err: Console, what: str) -> Any:
+    """A spinner on stderr while waiting (on a terminal only; piped output stays clean)."""
+    import contextlib
+
+    return err.status(what, spinner="dots") if err.is_terminal else contextlib.nullcontext()
+
+
+def progress(err: Console):  # type: ignore[no-untyped-def]
+    """A rich progress bar on stderr when it is a terminal; nothing otherwise."""
+    if not err.is_terminal:
+        return None
+    from rich.progress import Progress
+
+    bar = Progress(console=err, transient=True)
+    task = bar.add_task("reading run", total=None)
+    bar.start()
+
+    def update(name: str, i: int, total: int) -> None:
+        bar.update(task, completed=i + 1, total=total, description=f"reading {name[-40:]}")
+        if i + 1 >= total:
+            bar.stop()
+
+    return update
+
+
+def duration(text: str) -> float:
+    """`90`, `90s`, `15m`, `1h` -> seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    t = text.strip().lower()
+    try:
+        value = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 7 * 86400:
+        raise argparse.ArgumentTypeError("a duration is a number of seconds, or like 90s, 15m, 1h (at most 7 days)")
+    return value
+
+
+def width(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 40 <= n <= 1000:
+        raise argparse.ArgumentTypeError("a width is a whole number of columns from 40 to 1000")
+    return n
+
+
+def fail_code(report: Any, fail_on: str | None) -> int:
+    if fail_on and any(f.at_least(fail_on) for f in report.findings):
+        return 1
+    return 0
+
+
+def usage_line(source: dict[str, Any], err: Console) -> None:
+    if source.get("requests"):
+        est = " (estimated)" if source.get("usage_estimated") else ""
+        err.print(literal(f"{source.get('endpoint')} · {source.get('model')} · {source['requests']} requests · "
+                          f"{source.get('prompt_tokens', 0)} prompt + {source.get('completion_tokens', 0)} completion "
+                          f"tokens{est}", "dim"))
+
+
+def write_page(path: str | None, page: Callable[[], str], err: Console, what: str = "HTML report") -> None:
+    """Write an HTML page to `path` (when given), or a one-line error."""
+    if not path:
+        return
+    from pathlib import Path
+
+    try:
+        Path(path).write_text(page(), encoding="utf-8")
+    except OSError as exc:
+        raise TriageError(f"{path}: cannot write the {what} ({exc.strerror})") from None
+    err.print(literal(f"wrote {path}"))
+
+
+def write_html(report: Any, path: str | None, err: Console) -> None:
+    if not path:
+        return
+    from triage_agent.render import html
+
+    write_page(path, lambda: html.render(report), err)
+
+
+def picked(location: str, pick: str | None) -> str:
+    """RUN, or with --run NAME the named run inside the folder RUN."""
+    if pick is None:
+        return location
+    from pathlib import Path
+
+    from triage_agent.runs import remote
+    from triage_agent.runs.sweep import split_runs
+
+    if remote.is_remote(location):
+        return location.rstrip("/") + "/" + pick.strip("/")
+    return str(split_runs(Path(location)).require(pick, location).path)

@@ -1,0 +1,39 @@
+"""`triage compare`: runs side by side."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from triage_agent.cli.base import Command, write_json, write_page
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def arguments(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("runs", nargs="+", metavar="RUN", help="two or more run folders (the first is the reference)")
+    sp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    sp.add_argument("--html", metavar="FILE", help="also write an HTML page with the curves overlaid")
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from triage_agent.commands.compare import compare
+    from triage_agent.render import compare as view
+
+    result = compare(args.runs)
+    write_page(args.html, lambda: view.html(result), err, "HTML page")
+    if args.json:
+        write_json(out, result.document())
+    else:
+        view.render(result, out)
+    return 0
+
+
+COMMAND = Command(
+    "compare", "runs side by side: config keys that differ, curves, where they part, findings",
+    "Put runs side by side: the config keys that differ, each series' first, last, head and tail with the "
+    "difference to the first run, the step where each curve parts from the first run's (beyond the runs' noise), "
+    "and the findings each run has that the others do not.",
+    "example: triage compare sample_runs/healthy sample_runs/boundary_collapse --html compare.html",
+    arguments, run, order=80)

@@ -1,0 +1,54 @@
+"""`triage inspect`: the deterministic findings of a run (or a ranked table of a sweep's runs)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from triage_agent.cli.base import Command, fail_code, progress, report_flags, write_html, write_json
+from triage_agent.errors import TriageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def arguments(sp: argparse.ArgumentParser) -> None:
+    report_flags(sp)
+    sp.add_argument("--jobs", type=int, metavar="N", help="runs inspected in parallel in a sweep (default: the cores)")
+    sp.add_argument("--executor", choices=("local", "ray"), default="local",
+                    help="where a sweep's runs are inspected: local processes, or Ray tasks (extra [ray])")
+    sp.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS, else a local one)")
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from triage_agent.commands.inspect import inspect
+    from triage_agent.commands.sweep import SweepResult
+    from triage_agent.render import jsondoc, terminal
+
+    if args.jobs is not None and args.jobs < 1:
+        raise TriageError("--jobs takes a number of processes >= 1")
+    report = inspect(args.run, progress(err), run=args.pick, jobs=args.jobs, executor=args.executor,
+                     ray_address=args.ray_address, keep_reports=args.json,
+                     one_run_only="--html shows one run: pick one with --run NAME, or put runs side by side with "
+                                  "`triage compare A B --html FILE`" if args.html else None)
+    if isinstance(report, SweepResult):
+        from triage_agent.render import sweep
+
+        if args.json:
+            write_json(out, report.document())
+        else:
+            sweep.render(report, out)
+        return 1 if report.fails(args.fail_on) else 0
+    write_html(report, args.html, err)
+    if args.json:
+        write_json(out, jsondoc.document(report))
+    else:
+        terminal.render(report, out)
+    return fail_code(report, args.fail_on)
+
+
+COMMAND = Command(
+    "inspect", "deterministic findings for a run folder (no model)",
+    "Read a run folder and print its findings, computed by the rules alone.",
+    "example: triage inspect sample_runs/boundary_collapse --json --fail-on high",
+    arguments, run, order=10)

@@ -1,0 +1,61 @@
+"""`triage mcp`: triage's tools for IDE agents over the Model Context Protocol."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from triage_agent.cli.base import Command, literal
+from triage_agent.errors import TriageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def arguments(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--root", action="append", metavar="DIR",
+                    help="a folder the server may read (repeatable; default: the working directory)")
+    sp.add_argument("--allow-write", action="store_true",
+                    help="offer apply_adjustments, which edits config files inside a run (after a diff)")
+    sp.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio")
+    sp.add_argument("--allow-remote", action="store_true", help="allow --http on a non-loopback address")
+    sp.add_argument("--print-config", choices=("claude", "codex", "cursor", "vscode"), metavar="CLIENT",
+                    help="print the registration snippet for claude, codex, cursor or vscode, and exit")
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import importlib.util
+    from pathlib import Path
+
+    roots = [Path(r).expanduser() for r in (args.root or ["."])]
+    for r in roots:
+        if not r.is_dir():
+            raise TriageError(f"{r}: no such folder (--root)")
+    if args.print_config:
+        from triage_agent.commands.mcp import client_config
+
+        where, snippet = client_config(args.print_config, [r.resolve() for r in roots])
+        err.print(literal(f"# put this in {where}"))
+        out.file.write(snippet)
+        return 0
+    if importlib.util.find_spec("mcp") is None:
+        raise TriageError("triage mcp needs the MCP SDK: pip install 'triage-agent[mcp]'")
+    from triage_agent.commands import mcp
+
+    if args.http:
+        return mcp.serve_http(roots, args.allow_write, args.http, args.allow_remote, None,
+                              lambda line: err.print(literal(line)))
+    return mcp.serve_stdio(roots, args.allow_write)
+
+
+COMMAND = Command(
+    "mcp", "serve triage's tools to IDE agents over the Model Context Protocol",
+    "Serve triage's deterministic tools (inspect_run, run_overview, trainer_metrics, search_log, "
+    "simulate_adjustment, ...) to an IDE agent over MCP: stdio by default, Streamable HTTP with --http. It reads "
+    "only under its roots and never writes unless --allow-write. Register it with the snippet --print-config "
+    "prints: Claude Code (.mcp.json), Codex CLI (~/.codex/config.toml), Cursor (.cursor/mcp.json), VS Code "
+    "(.vscode/mcp.json).",
+    """example: triage mcp --root ~/runs   (stdio, for an IDE agent)
+         triage mcp --print-config claude   (.mcp.json for Claude Code; also codex, cursor, vscode)
+         triage mcp --http 127.0.0.1:8765   (Streamable HTTP with a bearer token, TRIAGE_MCP_TOKEN)""",
+    arguments, run, order=90)
