@@ -13,6 +13,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin
 
+from triage_agent.errors import ToolRefusal
+
 _PRIMITIVES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
@@ -75,13 +77,13 @@ def bind_arguments(fn: Callable[..., Any], args: dict[str, Any]) -> dict[str, An
     visible = list(sig.parameters)[1:]
     unknown = [k for k in args if k not in visible]
     if unknown:
-        raise ValueError(f"unknown argument(s) {', '.join(unknown)}; {fn.__name__} takes {', '.join(visible) or 'none'}")
+        raise ToolRefusal(f"unknown argument(s) {', '.join(unknown)}; {fn.__name__} takes {', '.join(visible) or 'none'}")
     out: dict[str, Any] = {}
     for name in visible:
         param = sig.parameters[name]
         if name not in args:
             if param.default is inspect.Parameter.empty:
-                raise ValueError(f"missing required argument '{name}'")
+                raise ToolRefusal(f"missing required argument '{name}'")
             continue
         out[name] = _coerce(name, args[name], hints[name])
     return out
@@ -96,16 +98,16 @@ def _coerce(name: str, value: Any, tp: Any) -> Any:
         return _coerce(name, value, args[0])
     if origin is Literal:
         if value not in get_args(tp):
-            raise ValueError(f"'{name}' must be one of {list(get_args(tp))}")
+            raise ToolRefusal(f"'{name}' must be one of {list(get_args(tp))}")
         return value
     if origin is dict:
         if not isinstance(value, dict):
-            raise ValueError(f"'{name}' must be an object")
+            raise ToolRefusal(f"'{name}' must be an object")
         _, vt = get_args(tp)
         return {str(k): _coerce(f"{name}.{k}", v, vt) for k, v in value.items()}
     if origin in (list, tuple):
         if not isinstance(value, list):
-            raise ValueError(f"'{name}' must be an array")
+            raise ToolRefusal(f"'{name}' must be an array")
         (it,) = get_args(tp)[:1] or (str,)
         return [_coerce(name, v, it) for v in value]
     if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -118,4 +120,4 @@ def _coerce(name: str, value: Any, tp: Any) -> Any:
         return value
     if tp is bool and isinstance(value, bool):
         return value
-    raise ValueError(f"'{name}' must be a {_PRIMITIVES.get(tp, tp)}")
+    raise ToolRefusal(f"'{name}' must be a {_PRIMITIVES.get(tp, tp)}")

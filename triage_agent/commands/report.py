@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from triage_agent.agent import answer, loop, tools, transcript
-from triage_agent.errors import TriageError
 from triage_agent.llm import capabilities
 from triage_agent.llm.client import LLMClient
+from triage_agent.llm.errors import EndpointError
 from triage_agent.llm.settings import Settings, how_to_configure, state_dir
 from triage_agent.report import Report, offline_report
 from triage_agent.runs.load import Progress, load_run
@@ -32,7 +32,8 @@ def make_client(settings: Settings, env: dict[str, str] | None = None) -> LLMCli
     if not settings.model:
         models = client.list_models()
         if not models:
-            raise TriageError(f"no model given and {settings.base_url} lists none: pass --model or set TRIAGE_MODEL", 3)
+            raise EndpointError("model_not_found",
+                                f"no model given and {settings.base_url} lists none: pass --model or set TRIAGE_MODEL")
         settings.model = models[0]
         settings.sources["model"] = "first model the endpoint lists"
     return client

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from typing import ClassVar, Literal, get_args
+
 from triage_agent import redact
 from triage_agent.errors import TriageError
 
-KINDS = ("timeout", "unreachable", "auth", "not_found", "model_not_found", "rate_limited", "server", "rejected",
-         "bad_response", "cut", "failed")
+Kind = Literal["timeout", "unreachable", "auth", "not_found", "model_not_found", "rate_limited", "server", "rejected",
+               "bad_response", "cut", "failed"]
+KINDS: tuple[str, ...] = get_args(Kind)
 
 
 class EndpointError(TriageError):
     """An endpoint failure; exit code 3. `body` is the server's text, kept for the fallback logic, never printed."""
 
-    def __init__(self, kind: str, message: str, status: int | None = None, body: str = "") -> None:
-        if kind not in KINDS:
-            raise ValueError(f"unknown endpoint error kind {kind}")
-        super().__init__(redact.text(message), 3)
+    exit_code: ClassVar[int] = 3
+
+    def __init__(self, kind: Kind, message: str, status: int | None = None, body: str = "") -> None:
+        if kind not in KINDS:  # our own bug (mypy catches it where the kind is a literal)
+            raise AssertionError(f"unknown endpoint error kind {kind}")
+        super().__init__(redact.text(message))
         self.kind = kind
         self.status = status
         self.body = body

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,9 +80,9 @@ def _load_config(path: Path) -> dict[str, Any]:
         doc: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
         return doc
     except RecursionError:
-        raise TriageError(f"{path}: unreadable config (nested too deeply)") from None
+        raise BadInput(f"{path}: unreadable config (nested too deeply)") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise TriageError(f"{path}: unreadable config ({exc})") from None
+        raise BadInput(f"{path}: unreadable config ({exc})") from None
 
 
 def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
@@ -92,16 +92,17 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
     doc = _load_config(path)
     profiles = doc.get("profiles", {})
     if not isinstance(profiles, dict):
-        raise TriageError(f"{path}: [profiles] must be a table")
+        raise BadInput(f"{path}: [profiles] must be a table")
     name = flags.get("profile") or env.get("TRIAGE_PROFILE") or doc.get("default_profile")
     prof: dict[str, Any] = {}
     if name:
         if name not in profiles:
             known = ", ".join(sorted(profiles)) or "none"
-            raise TriageError(f"no profile '{name}' in {path} (profiles: {known})")
+            raise BadInput(f"no profile '{name}' in {path} (profiles: {known})")
         prof = profiles[name]
         if not isinstance(prof, dict):
-            raise TriageError(f"{path}: profile '{name}' must be a table")
+            raise BadInput(f"{path}: profile '{name}' must be a table")
+        _check_profile(prof, name, path)
     s = Settings(profile=name)
 
     def pick(attr: str, flag: str, env_names: tuple[str, ...], prof_key: str) -> None:
@@ -138,17 +139,41 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
     if "max_tokens" in prof:
         tokens = prof["max_tokens"]
         if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
-            raise TriageError(f"profile {name}: max_tokens must be a whole number from 1 to 1,000,000")
+            raise BadInput(f"profile {name}: max_tokens must be a whole number from 1 to 1,000,000")
         s.max_tokens = tokens
     seed = env.get("TRIAGE_SEED") or prof.get("seed")
     if seed is not None:
         try:
             s.seed = int(seed)
         except (TypeError, ValueError):
-            raise TriageError(f"TRIAGE_SEED must be a whole number, not {str(seed)[:20]!r}") from None
+            raise BadInput(f"TRIAGE_SEED must be a whole number, not {str(seed)[:20]!r}") from None
     caps = prof.get("capabilities", {})
     s.capabilities = {str(k): bool(v) for k, v in caps.items()} if isinstance(caps, dict) else {}
     return s
+
+
+PROFILE_TEXT = ("base_url", "model", "api_key_env")
+PROFILE_NUMBERS = ("timeout", "connect_timeout", "command_deadline", "max_tokens", "seed")
+PROFILE_KEYS = (*PROFILE_TEXT, *PROFILE_NUMBERS, "capabilities")
+
+
+def _check_profile(prof: dict[str, Any], name: str, path: Path) -> None:
+    """Every field of a profile has the type it must have, before anything reads it (a `base_url = 5` is the
+    user's to fix, not an internal error)."""
+    for key, value in prof.items():
+        where = f"{path}: profile {name}: {str(key)[:40]}"
+        if key not in PROFILE_KEYS:
+            raise BadInput(f"{where} is not a profile setting (settings: {', '.join(PROFILE_KEYS)})")
+        if key in PROFILE_TEXT and (not isinstance(value, str) or not value.strip()):
+            raise BadInput(f"{where} must be a non-empty string")
+        if key in PROFILE_NUMBERS and (isinstance(value, bool) or not isinstance(value, (int, float, str))):
+            raise BadInput(f"{where} must be a number")
+        if key == "capabilities" and (not isinstance(value, dict)
+                                      or not all(isinstance(v, bool) for v in value.values())):
+            raise BadInput(f"{where} must be a table of true/false values")
+    url = prof.get("base_url")
+    if isinstance(url, str) and not url.lower().startswith(("http://", "https://")):
+        raise BadInput(f"{path}: profile {name}: base_url must start with http:// or https://")
 
 
 def _seconds(raw: Any, what: str) -> float:
@@ -158,7 +183,7 @@ def _seconds(raw: Any, what: str) -> float:
     except (TypeError, ValueError):
         value = math.nan
     if not 0.1 <= value <= 86_400:  # also false for nan
-        raise TriageError(f"{what} must be a number of seconds from 0.1 to 86400, not {str(raw)[:40]!r}")
+        raise BadInput(f"{what} must be a number of seconds from 0.1 to 86400, not {str(raw)[:40]!r}")
     return value
 
 

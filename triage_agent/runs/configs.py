@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from triage_agent import safejson
+from triage_agent.errors import ConfigSyntaxError
 from triage_agent.runs.model import ConfigValue, ParseError
 
 if sys.version_info >= (3, 11):
@@ -37,27 +38,27 @@ _Loader.add_implicit_resolver(
 
 
 def parse_config_text(text: str, suffix: str) -> Any:
-    """Parse a config document; raises ValueError with a line number where the parser gives one."""
+    """Parse a config document; raises ConfigSyntaxError (with its line, where the parser gives one)."""
     if suffix in (".yaml", ".yml"):
         try:
             return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
         except RecursionError:
-            raise ValueError("nested too deeply") from None
+            raise ConfigSyntaxError("nested too deeply") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None
-            raise ValueError(f"line {line}: {getattr(exc, 'problem', exc)}" if line else str(exc)) from exc
+            raise ConfigSyntaxError(str(getattr(exc, "problem", None) or exc), line) from exc
     if suffix == ".toml":
         try:
             return tomllib.loads(text)
         except RecursionError:
-            raise ValueError("nested too deeply") from None
+            raise ConfigSyntaxError("nested too deeply") from None
         except tomllib.TOMLDecodeError as exc:
-            raise ValueError(str(exc)) from exc
+            raise ConfigSyntaxError(str(exc), getattr(exc, "lineno", None)) from exc
     try:
         return safejson.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"line {exc.lineno}: {exc.msg}") from exc
+        raise ConfigSyntaxError(exc.msg, exc.lineno) from exc
 
 
 def _is_wandb_wrapped(doc: dict[str, Any]) -> bool:
@@ -105,17 +106,10 @@ def load_config(path: Path, rel: str) -> tuple[Any, list[ConfigValue], list[Pars
     try:
         text = path.read_text(encoding="utf-8")
         doc = parse_config_text(text, path.suffix.lower())
+    except ConfigSyntaxError as exc:
+        return None, [], [ParseError(rel, exc.line, f"unreadable config: {exc}")]
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        line = None
-        msg = str(exc)
-        if msg.startswith("line "):
-            head, _, rest = msg.partition(": ")
-            try:
-                line = int(head.split()[1])
-                msg = rest
-            except (IndexError, ValueError):
-                pass
-        return None, [], [ParseError(rel, line, f"unreadable config: {msg}")]
+        return None, [], [ParseError(rel, None, f"unreadable config: {exc}")]
     try:
         return doc, flatten(doc, rel), []
     except TooLarge as exc:

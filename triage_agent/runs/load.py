@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from triage_agent import safejson
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.runs import discover as disc
 from triage_agent.runs import remote, sweep
 from triage_agent.runs.configs import load_config
@@ -54,11 +54,11 @@ def _round_key(found: disc.Found, fallback: dict[str, int]) -> tuple[str, int]:
     return "run", fallback[parent]
 
 
-class NothingRecognisable(TriageError):
+class NothingRecognisable(BadInput):
     """The folder holds nothing a run writes (yet: `triage watch` waits for it)."""
 
 
-class MultiRunError(TriageError):
+class MultiRunError(BadInput):
     """The folder holds several runs: commands about one run name one instead of merging them."""
 
     def __init__(self, where: str, split: sweep.Split) -> None:
