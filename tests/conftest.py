@@ -68,3 +68,39 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             f"hostile cases: {len(hostile.RESULTS)} forked runs; slowest {slow.seconds:.1f} s "
             f"({' '.join(slow.argv)[:60]}); largest peak {big.peak_mb:.0f} MB ({' '.join(big.argv)[:60]})")
+
+
+def cli(*argv: str, width: int = 200, stdin: str | None = None) -> tuple[int, str, str]:
+    """Run the CLI in-process with captured consoles: (exit code, stdout, stderr)."""
+    import io
+
+    from rich.console import Console
+
+    from triage_agent.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=Console(file=out, width=width),
+                stderr=Console(file=err, width=width, soft_wrap=True))
+    return code, out.getvalue(), err.getvalue()
+
+
+ENDPOINT_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TRIAGE_BASE_URL", "TRIAGE_API_KEY", "TRIAGE_MODEL",
+                 "TRIAGE_PROFILE", "TRIAGE_TIMEOUT", "TRIAGE_DEADLINE")
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No endpoint from the machine's environment; config and state under the test's own folder."""
+    for k in ENDPOINT_VARS:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return monkeypatch
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

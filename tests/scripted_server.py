@@ -38,8 +38,10 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> d
 
 class ScriptedServer:
     def __init__(self, script: list[Any], models: list[str] | None = None, key: str | None = None,
-                 permissive: bool = False) -> None:
+                 permissive: bool = False, leftover_ok: str | None = None) -> None:
         self.script = list(script)
+        # a test whose scripted replies are not all served fails, unless it says why that is expected
+        self.leftover_ok = leftover_ok
         self.permissive = permissive  # answer any model name, listed or not (as some servers do)
         self.key = key
         self.models = models if models is not None else ["scripted-model"]
@@ -127,9 +129,12 @@ class ScriptedServer:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+        if exc_type is None and self.script and self.leftover_ok is None:
+            raise AssertionError(f"{len(self.script)} scripted repl{'y was' if len(self.script) == 1 else 'ies were'} "
+                                 "never served: the test did not exercise what it scripted (or pass leftover_ok=why)")
 
 
 def stream_chunks(text: str | None = None, tool_calls: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:

@@ -4,12 +4,10 @@ import io
 import json
 
 import pytest
-from rich.console import Console
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, cli
 from tests.scripted_server import ScriptedServer, completion, error, stream_chunks, tool_call
 from triage_agent.agent import tools
-from triage_agent.cli import main
 from triage_agent.commands.ask import ask
 from triage_agent.commands.report import report
 from triage_agent.errors import TriageError
@@ -33,21 +31,6 @@ GOOD_ANSWER = {
 
 def settings(server, **kw):
     return Settings(base_url=server.base_url, api_key=KEY, model="scripted-model", retry_wait=0.01, **kw)
-
-
-def cli(*argv, stdin=None):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=Console(file=out, width=200), stderr=Console(file=err, width=200))
-    return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture
-def env(monkeypatch, tmp_path):
-    for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TRIAGE_BASE_URL", "TRIAGE_API_KEY", "TRIAGE_MODEL", "TRIAGE_PROFILE"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    return monkeypatch
 
 
 def test_full_report_loop_through_the_cli(env, tmp_path):

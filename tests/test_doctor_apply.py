@@ -1,28 +1,23 @@
 """`triage doctor` against the scripted server, and `triage apply` round trips."""
 
-import io
+import functools
 import json
 import socket
 import subprocess
 import sys
 
 import pytest
-from rich.console import Console
 
 from tests.conftest import SAMPLES
+from tests.conftest import cli as _cli
 from tests.scripted_server import ScriptedServer, completion, error, stream_chunks, tool_call
-from triage_agent.cli import main
 from triage_agent.commands.apply import plan, write
 from triage_agent.commands.doctor import doctor
 from triage_agent.edits import EditError, edit_text
 from triage_agent.llm import capabilities
 from triage_agent.llm.settings import Settings, state_dir
 
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=Console(file=out, width=250), stderr=Console(file=err, width=250))
-    return code, out.getvalue(), err.getvalue()
+cli = functools.partial(_cli, width=250)  # these tests read wide tables
 
 
 def fixes(res):

@@ -207,13 +207,30 @@ def test_print_config_for_each_client(client):
     if client == "codex":
         import tomllib
 
-        assert tomllib.loads(snippet)["mcp_servers"]["triage"]["args"] == ["mcp", "--root", "/runs"]
+        entry = tomllib.loads(snippet)["mcp_servers"]["triage"]
     else:
         doc = json.loads(snippet)
         entry = (doc.get("servers") or doc["mcpServers"])["triage"]
-        assert entry["command"] == "triage" and entry["args"] == ["mcp", "--root", "/runs"]
+    # the absolute interpreter, not a bare `triage` an IDE outside the venv would not find
+    assert Path(entry["command"]).is_absolute() and Path(entry["command"]).samefile(sys.executable)
+    assert entry["args"] == ["-m", "triage_agent", "mcp", "--root", "/runs"]
     readme = (REPO / "README.md").read_text()
     assert where.split()[0] in readme
+
+
+def test_the_printed_command_starts_a_server_from_anywhere(tmp_path):
+    """Start exactly what --print-config prints, from a folder outside the project and with a PATH that has no
+    triage on it (as an IDE launched from the desktop would), and talk MCP to it."""
+    proc = subprocess.run([sys.executable, "-m", "triage_agent", "mcp", "--root", str(SAMPLES), "--print-config",
+                           "claude"], capture_output=True, text=True, timeout=60, check=True)
+    entry = json.loads(proc.stdout)["mcpServers"]["triage"]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd=str(tmp_path),
+                                   env={"XDG_STATE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+
+    async def go():
+        async with Client(params) as c:
+            return [t.name for t in (await c.list_tools()).tools]
+    assert "inspect_run" in asyncio.run(go())
 
 
 def test_compare_runs_over_mcp_and_list_runs_splits_like_inspect():

@@ -3,7 +3,6 @@ real S3-compatible server (moto) through s3fs."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -15,19 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
 
-from tests.conftest import REAL_RUNS, SAMPLES, write
+from tests.conftest import REAL_RUNS, SAMPLES, cli, write
 from triage_agent.analysis.compare import config_diff, noise, parting_step
-from triage_agent.cli import main
 from triage_agent.commands.inspect import inspect
 from triage_agent.runs.sweep import split_runs
-
-
-def cli(*argv: str, width: int = 200) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=Console(file=out, width=width), stderr=Console(file=err, width=width))
-    return code, out.getvalue(), err.getvalue()
 
 
 def trl_state(root: Path, entropy: list[float], extra: dict[str, object] | None = None) -> None:

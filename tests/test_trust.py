@@ -3,6 +3,7 @@ is hidden or cut, text from runs is shown as it is, exit codes follow the README
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -12,25 +13,14 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import SAMPLES
+from tests.conftest import cli as _cli
 from tests.scripted_server import ScriptedServer, completion
 from triage_agent.cli import main
 
 RUN = SAMPLES / "boundary_collapse"
 
 
-def cli(*argv, width=80, env=None, monkeypatch=None):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=Console(file=out, width=width), stderr=Console(file=err, width=width, soft_wrap=True))
-    return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture
-def env(monkeypatch, tmp_path):
-    for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TRIAGE_BASE_URL", "TRIAGE_MODEL", "TRIAGE_API_KEY"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return monkeypatch
+cli = functools.partial(_cli, width=80)  # these tests read folded tables
 
 
 def model_answer(adjustments):

@@ -11,16 +11,17 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from triage_agent import redact, safejson
+from triage_agent import bounds, redact, safejson
 from triage_agent.agent.schema import bind_arguments, function_schema
 from triage_agent.analysis import rewards, rounds
 from triage_agent.analysis.rollouts import reliability
 from triage_agent.analysis.stats import rnd
+from triage_agent.errors import ToolRefusal
 from triage_agent.findings import engine, suggest
 from triage_agent.findings.facts import Facts
-from triage_agent.findings.model import Finding
+from triage_agent.findings.model import Finding, Severity
 from triage_agent.runs.logs import clean
 from triage_agent.runs.model import ConfigValue, Round, Run
 
@@ -29,6 +30,7 @@ MAX_PATTERN = 500
 SEARCH_SECONDS = 10.0  # a search stops here and says so
 MAX_ARGUMENTS = 64 << 10  # bytes of JSON arguments a tool call may send
 MAX_SERIES = 30  # series in one trainer_metrics answer; the rest are counted
+MAX_CHANGES = 20  # changes one what-if call simulates together; more are reported as left out
 MAX_ROLLOUTS = 10_000  # beyond this the binomial tables cost more than they tell
 
 ToolFn = Callable[..., dict[str, Any]]
@@ -107,7 +109,7 @@ def _find_round(run: Run, name: str) -> Round:
     for rd in run.rounds:
         if rd.name == name:
             return rd
-    raise ValueError(f"no round '{name}'; rounds: {', '.join(r.name for r in run.rounds) or 'none'}")
+    raise ToolRefusal(f"no round '{name}'; rounds: {', '.join(r.name for r in run.rounds) or 'none'}")
 
 
 @tool()
@@ -119,22 +121,23 @@ def run_overview(facts: Facts) -> dict[str, Any]:
         roles[f.role] = roles.get(f.role, 0) + 1
     return {
         "kind": run.kind, "files_by_role": roles, "config_files": run.config_files(),
-        "rounds": [{"name": r.name, "history_rows": len(r.history.frame) if r.history else 0,
-                    "samples_rows": len(r.samples.frame) if r.samples else 0, "source": r.history.source if r.history else r.meta_source}
-                   for r in run.rounds][:12],
+        "rounds": bounds.listed(({"name": r.name, "history_rows": len(r.history.frame) if r.history else 0,
+                                  "samples_rows": len(r.samples.frame) if r.samples else 0,
+                                  "source": r.history.source if r.history else r.meta_source} for r in run.rounds), 12),
         "trainer_metrics": {"trainer": run.trainer, "steps": len(run.metrics.frame),
-                            "series": facts.trainer_columns()[:30], "total_series": len(facts.trainer_columns()),
+                            "series": bounds.listed(facts.trainer_columns(), 30),
+                            "total_series": len(facts.trainer_columns()),
                             "planned_steps": run.planned_steps[0] if run.planned_steps else None,
                             "source": run.metrics.source} if run.metrics is not None else None,
         "logs": [{"file": s.path, "lines": s.lines, "metric_steps": s.metric_steps, "last_step": s.last_step}
-                 for s in run.logs][:5],
+                 for s in run.logs][:5] + ([f"{bounds.MORE} {len(run.logs) - 5} more"] if len(run.logs) > 5 else []),
         "parse_errors": len(run.parse_errors),
         "source": "run folder",
     }
 
 
 @tool()
-def list_findings(facts: Facts, min_severity: Literal["high", "medium", "low", "info"] = "info") -> dict[str, Any]:
+def list_findings(facts: Facts, min_severity: Severity = "info") -> dict[str, Any]:
     """The deterministic findings (ids, severity, title, evidence), most severe first.
 
     Args:
@@ -148,15 +151,16 @@ def findings_payload(findings: list[Finding], min_severity: str = "info") -> dic
     out = [{"id": f.id, "severity": f.severity, "title": f.title, "evidence": _bounded(f.evidence),
             **({"suggestion": {k: v for k, v in f.suggestion.items() if k != "also"}} if f.suggestion else {})}
            for f in findings if f.at_least(min_severity)]
-    payload: dict[str, Any] = redact.obj({"findings": out[:12], "source": "triage rules over the run's files"})
+    payload: dict[str, Any] = redact.obj({**bounds.put({}, "findings", out, 12),
+                                          "source": "triage rules over the run's files"})
     return payload
 
 
 def _bounded(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
-        return {k: _bounded(v, depth + 1) for k, v in list(value.items())[:12]}
+        return {k: _bounded(v, depth + 1) for k, v in bounds.mapped(value, 12).items()}
     if isinstance(value, list):
-        return [_bounded(v, depth + 1) for v in value[:8]]
+        return [_bounded(v, depth + 1) for v in bounds.listed(value, 8)]
     return _r(value)
 
 
@@ -170,15 +174,15 @@ def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
     run = facts.run
     files = run.config_files()
     if file is not None and file not in files:
-        raise ValueError(f"'{file}' is not a config file of this run; config files: {', '.join(files) or 'none'}")
+        raise ToolRefusal(f"'{file}' is not a config file of this run; config files: {', '.join(files) or 'none'}")
     out: dict[str, dict[str, Any]] = {}
     for cv in run.config_values:
         if (file is None or cv.file == file) and not isinstance(cv.value, dict):
             shown = redact.value(cv.name, cv.value)
-            if isinstance(shown, list) and len(shown) > 8:
-                shown = shown[:8] + ["…"]
+            if isinstance(shown, list):
+                shown = bounds.listed(shown, 8)
             out.setdefault(cv.file, {})[cv.key] = shown
-    trimmed = {f: dict(list(v.items())[:40]) for f, v in out.items()}
+    trimmed = {f: bounds.mapped(v, 40) for f, v in out.items()}
     return {"configs": trimmed, "source": file or ", ".join(files)}
 
 
@@ -192,11 +196,11 @@ def summarize_reward_histogram(facts: Facts, round: str, series: str) -> dict[st
     """
     rd = _find_round(facts.run, round)
     if rd.history is None:
-        raise ValueError(f"{round} has no reward history")
+        raise ToolRefusal(f"{round} has no reward history")
     frame = rd.history.frame
     if series not in frame.columns or series in ("step", "__line__"):
         cols = [c for c in frame.columns if c not in ("step", "__line__")]
-        raise ValueError(f"no series '{series}' in {round}; series: {', '.join(cols)}")
+        raise ToolRefusal(f"no series '{series}' in {round}; series: {', '.join(cols)}")
     st = rewards.history_stats(frame, [series])[series]
     return {"round": round, "series": series, "n": st.n, "mean": _r(st.mean), "std": _r(st.std),
             "first_10pct": _r(st.first), "last_10pct": _r(st.last), "rho_step": _r(st.rho_step),
@@ -215,13 +219,14 @@ def diff_rounds(facts: Facts, round_a: str, round_b: str) -> dict[str, Any]:
     """
     a, b = _find_round(facts.run, round_a), _find_round(facts.run, round_b)
     if a.history is None or b.history is None:
-        raise ValueError("both rounds need a reward history")
+        raise ToolRefusal("both rounds need a reward history")
     comps = rewards.component_columns(a.history.frame, facts.weights)
     if "accuracy" in a.history.frame.columns:
         comps = ["accuracy"]
     diffs = rounds.diff_components(a.history.frame, b.history.frame, comps)
     return {"series": [{"name": d.name, "mean_a": _r(d.mean_a), "mean_b": _r(d.mean_b),
-                        "rel_change": _r(d.rel_change), "curve_r": _r(d.curve_r)} for d in diffs][:10],
+                        "rel_change": _r(d.rel_change), "curve_r": _r(d.curve_r)} for d in diffs][:10]
+                      + ([f"{bounds.MORE} {len(diffs) - 10} more"] if len(diffs) > 10 else []),
             "meta_a": a.meta, "meta_b": b.meta, "source": f"{a.history.source}, {b.history.source}"}
 
 
@@ -231,7 +236,7 @@ def filter_audit(facts: Facts) -> dict[str, Any]:
     run = facts.run
     a, chk = facts.filter_audit, facts.filter_rule_check
     if run.filter_stats is None or a is None:
-        raise ValueError("this run has no filter_stats table")
+        raise ToolRefusal("this run has no filter_stats table")
     easy, uns = facts.number("easy_threshold"), facts.number("unsolvable_threshold")
     return {"band": list(facts.band), "questions": a.n_total, "kept": a.n_kept, "share_before": _r(a.share_before),
             "share_after": _r(a.share_after), "hist_before": a.hist_before, "hist_after": a.hist_after,
@@ -250,14 +255,14 @@ def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
     """
     rd = _find_round(facts.run, round) if round else facts.last_selector
     if rd is None or rd.history is None:
-        raise ValueError("no selector round with a reward history")
+        raise ToolRefusal("no selector round with a reward history")
     w, wcv = facts.weights, facts.weights_cv
     if not w:
         w = {c: 1.0 for c in rewards.component_columns(rd.history.frame, None)}
     bal = rewards.balance(rd.history.frame, rd.samples.frame if rd.samples else None, w, rd.history.source,
                           rd.samples.source if rd.samples else None)
     if bal is None:
-        raise ValueError("no weighted component found in the round's columns")
+        raise ToolRefusal("no weighted component found in the round's columns")
     return {"round": rd.name, "weights": w, "weights_key": f"{wcv.file}:{wcv.key}" if wcv else None,
             "shares": {k: _r(v) for k, v in bal.shares.items()}, "approximate": bal.approximate,
             "steps": bal.n_steps, "source": bal.source}
@@ -274,7 +279,7 @@ def rollout_reliability(facts: Facts, rollouts: int | None = None) -> dict[str, 
     counts: dict[str, int] = {}
     if rollouts is not None:
         if not 1 <= rollouts <= MAX_ROLLOUTS:
-            raise ValueError(f"rollouts must be between 1 and {MAX_ROLLOUTS}")
+            raise ToolRefusal(f"rollouts must be between 1 and {MAX_ROLLOUTS}")
         counts["given"] = rollouts
     else:
         for leaf in ("rollouts_per_question", "boundary_rollouts"):
@@ -282,7 +287,7 @@ def rollout_reliability(facts: Facts, rollouts: int | None = None) -> dict[str, 
             if v is not None and v >= 1:
                 counts[leaf] = int(v)
     if not counts:
-        raise ValueError("no rollout count in the config; pass rollouts")
+        raise ToolRefusal("no rollout count in the config; pass rollouts")
     out = {}
     for name, n in counts.items():
         rel = reliability(n, b)
@@ -297,10 +302,11 @@ def generator_trajectory(facts: Facts) -> dict[str, Any]:
     """Generator accuracy per round (start and end = mean of first/last 10% of steps) against target_accuracy, with checkpoints."""
     traj = facts.trajectory
     if traj is None:
-        raise ValueError("this run has no generator rounds with accuracy")
+        raise ToolRefusal("this run has no generator rounds with accuracy")
     return {"target": traj.target,
             "rounds": [{"round": g.index, "start": _r(g.start), "end": _r(g.end), "steps": g.n,
-                        "checkpoint_in": g.checkpoint_in, "checkpoint_out": g.checkpoint_out} for g in traj.rounds][:10],
+                        "checkpoint_in": g.checkpoint_in, "checkpoint_out": g.checkpoint_out} for g in traj.rounds][:10]
+                      + ([f"{bounds.MORE} {len(traj.rounds) - 10} more"] if len(traj.rounds) > 10 else []),
             "gap_to_target": _r(traj.gap()), "moved_toward_target": _r(traj.moved_toward_target()),
             "source": ", ".join(g.history.source for g in facts.run.rounds_of("generator") if g.history)[:300]}
 
@@ -326,17 +332,17 @@ def calibration_audit(facts: Facts) -> dict[str, Any]:
         sources.append(run.solver_scores.source)
     if run.calibration_events is not None or facts.number("calibrate_every_steps") is not None:
         c = facts.cadence
-        out["cadence"] = {"config_interval": c.config_interval, "event_intervals": c.event_intervals[:10],
+        out["cadence"] = {"config_interval": c.config_interval, "event_intervals": bounds.listed(c.event_intervals, 10),
                           "mean_flip_rate": _r(c.mean_flip_rate), "confirmed": c.confirmed, "candidates": c.candidates,
                           "confirmed_ratio": _r(c.confirmed_ratio), "range_move": _r(c.range_move)}
         if run.calibration_events is not None:
             sources.append(run.calibration_events.source)
     if run.perturbations is not None and facts.perturbation is not None:
         mean, by_kind = facts.perturbation
-        out["perturbations"] = {"mean_abs_delta_share": _r(mean), "by_kind": {k: _r(v) for k, v in list(by_kind.items())[:8]}}
+        out["perturbations"] = {"mean_abs_delta_share": _r(mean), "by_kind": bounds.mapped({k: _r(v) for k, v in by_kind.items()}, 8)}
         sources.append(run.perturbations.source)
     if not out:
-        raise ValueError("this run has no calibration data (eval_history, solver_scores, calibration_events, perturbations)")
+        raise ToolRefusal("this run has no calibration data (eval_history, solver_scores, calibration_events, perturbations)")
     out["source"] = ", ".join(sources)
     return out
 
@@ -350,9 +356,9 @@ def trainer_metrics(facts: Facts, series: str | None = None) -> dict[str, Any]:
     """
     names = facts.trainer_columns() + (["validation"] if facts.run.validation is not None else [])
     if not names:
-        raise ValueError("this run has no per-step trainer metrics")
+        raise ToolRefusal("this run has no per-step trainer metrics")
     if series is not None and series not in names:
-        raise ValueError(f"no series '{series[:80]}'; series: {', '.join(names[:40])}")
+        raise ToolRefusal(f"no series '{series[:80]}'; series: {', '.join(names[:40])}")
 
     def one(name: str, curve: bool) -> dict[str, Any] | None:
         sm = facts.summary(name)
@@ -383,18 +389,21 @@ def simulate_adjustment(facts: Facts, changes: dict[str, float]) -> dict[str, An
         changes: map of "file:key" (as read_config shows them), a dotted key, or a leaf name that only one config entry has, to the new value, e.g. {"easy_threshold": 0.9}
     """
     proposals = []
-    for spec, value in list(changes.items())[:20]:
+    asked, left = bounds.head(changes.items(), MAX_CHANGES)
+    for spec, value in asked:
         cv = resolve_key(facts.run, spec)
         proposals.append({"file": cv.file, "key": cv.key, "to": value})
     adjusted, rejected = suggest.finalize(facts, proposals)
     return {"results": [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": _bounded(a.predicted),
                          "meets_target": a.meets_target} for a in adjusted],
             "rejected": [{"file": x.file, "key": x.key, "to": x.to, "reason": x.reason} for x in rejected],
+            **({"changes_left_out": f"{left} more changes were not simulated (at most {MAX_CHANGES} per call)"}
+               if left else {}),
             "source": "what-if over the run's own data"}
 
 
 def resolve_key(run: Run, spec: str) -> ConfigValue:
-    """`file:key`, a dotted key, or a leaf name that only one config entry has -> that entry; else a ValueError
+    """`file:key`, a dotted key, or a leaf name that only one config entry has -> that entry; else a ToolRefusal
     that lists the candidates as file:key."""
     file, sep, key = spec.partition(":")
     if sep:
@@ -406,8 +415,8 @@ def resolve_key(run: Run, spec: str) -> ConfigValue:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise ValueError(f"no config key '{spec[:120]}' in this run (see read_config)")
-    raise ValueError(f"'{spec[:120]}' is ambiguous: " + ", ".join(f"{c.file}:{c.key}" for c in found[:8]))
+        raise ToolRefusal(f"no config key '{spec[:120]}' in this run (see read_config)")
+    raise ToolRefusal(f"'{spec[:120]}' is ambiguous: " + ", ".join(f"{c.file}:{c.key}" for c in found[:8]))
 
 
 @tool()
@@ -420,12 +429,12 @@ def search_log(facts: Facts, pattern: str, file: str | None = None, max_matches:
         max_matches: at most this many lines (up to 20)
     """
     if not pattern or len(pattern) > MAX_PATTERN:
-        raise ValueError(f"the pattern must have 1 to {MAX_PATTERN} characters")
+        raise ToolRefusal(f"the pattern must have 1 to {MAX_PATTERN} characters")
     find, how = _matcher(pattern)
     run = facts.run
     logs = [s.path for s in run.logs]
     if file is not None and file not in logs:
-        raise ValueError(f"'{file[:200]}' is not a log of this run; logs: {', '.join(logs) or 'none'}")
+        raise ToolRefusal(f"'{file[:200]}' is not a log of this run; logs: {', '.join(logs) or 'none'}")
     root = run.root.resolve()
     matches: list[dict[str, Any]] = []
     limit = max(1, min(max_matches, MAX_MATCHES))
@@ -433,7 +442,7 @@ def search_log(facts: Facts, pattern: str, file: str | None = None, max_matches:
     for rel in [file] if file else logs:
         path = (run.root / rel).resolve()
         if root not in path.parents:  # a symlink or `..` that escapes the run folder
-            raise ValueError(f"'{rel}' resolves outside the run folder; refused")
+            raise ToolRefusal(f"'{rel}' resolves outside the run folder; refused")
         with path.open("rb") as fh:
             for i, raw in enumerate(iter(lambda: fh.readline(1 << 20), b""), start=1):
                 text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
@@ -473,13 +482,13 @@ def compare_runs(facts: Facts, series: str | None = None) -> dict[str, Any]:
     from triage_agent.comparison import compare_facts
 
     if not facts.peers:
-        raise ValueError("no other run to compare with: the user names one with --vs RUN")
+        raise ToolRefusal("no other run to compare with: the user names one with --vs RUN")
     runs = [facts, *facts.peers]
     doc = compare_facts(runs, [[f.id for f in engine.evaluate(x)] for x in runs]).document(limit=MAX_SERIES)
     names = [x["name"] for x in doc["series"]]
     if series is not None:
         if series not in names:
-            raise ValueError(f"no series '{series[:80]}'; series: {', '.join(names[:40])}")
+            raise ToolRefusal(f"no series '{series[:80]}'; series: {', '.join(names[:40])}")
         doc["series"] = [x for x in doc["series"] if x["name"] == series]
     elif len(names) > MAX_SERIES:
         doc["series"], doc["series_left_out"] = doc["series"][:MAX_SERIES], len(names) - MAX_SERIES
@@ -534,16 +543,16 @@ def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult
         if args is None:
             args = {}
         if not isinstance(args, dict):
-            raise ValueError("arguments must be a JSON object")
+            raise ToolRefusal("arguments must be a JSON object")
         bound = bind_arguments(fn, args)
     except json.JSONDecodeError as exc:
         return ToolResult(error=f"arguments are not valid JSON ({exc.msg}); send an object like {{\"name\": value}}")
-    except ValueError as exc:
+    except ToolRefusal as exc:
         return ToolResult(error=_bounded_text(str(exc)))
     try:
         output: dict[str, Any] = redact.obj(fn(facts, **bound))
         return ToolResult(output=output)
-    except ValueError as exc:  # the tool's own refusal (no such round, no data): the model can adapt
+    except ToolRefusal as exc:  # the tool's own refusal (no such round, no data): the model can adapt
         return ToolResult(error=_bounded_text(str(exc)))
     except Exception as exc:  # a tool must never take the session down; the model hears what failed
         return ToolResult(error=_bounded_text(f"{name} failed: {type(exc).__name__}: {exc}"))

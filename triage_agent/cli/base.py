@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.findings.model import SEVERITIES
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def spinner(err: Console, what: str) -> Any:
     return err.status(what, spinner="dots") if err.is_terminal else contextlib.nullcontext()
 
 
-def progress(err: Console):  # type: ignore[no-untyped-def]
+def progress(err: Console) -> Callable[[str, int, int], None] | None:
     """A rich progress bar on stderr when it is a terminal; nothing otherwise."""
     if not err.is_terminal:
         return None
@@ -154,7 +154,7 @@ def write_page(path: str | None, page: Callable[[], str], err: Console, what: st
     try:
         Path(path).write_text(page(), encoding="utf-8")
     except OSError as exc:
-        raise TriageError(f"{path}: cannot write the {what} ({exc.strerror})") from None
+        raise BadInput(f"{path}: cannot write the {what} ({exc.strerror})") from None
     err.print(literal(f"wrote {path}"))
 
 

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from triage_agent.cli.base import Command, endpoint_flags, progress, settings_from, write_json, write_page
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,9 +31,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     settings = settings_from(args)
     models = [m.strip() for m in (args.models or settings.model or "").split(",") if m.strip()]
     if not models:
-        raise TriageError("name the models to score: --models a,b (or set TRIAGE_MODEL)")
+        raise BadInput("name the models to score: --models a,b (or set TRIAGE_MODEL)")
     if args.runs is not None and args.runs < 1:
-        raise TriageError("--runs takes a number of runs >= 1")
+        raise BadInput("--runs takes a number of runs >= 1")
     result = evaluate(models, settings, dict(os.environ), Path(args.suite) if args.suite else None, args.runs,
                       save=not args.no_save, progress=progress(err))
     write_page(args.html, lambda: evaluation.html(result), err, "HTML page")

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from triage_agent.cli.base import Command, fail_code, progress, report_flags, write_html, write_json
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.render import jsondoc, terminal
 
     if args.jobs is not None and args.jobs < 1:
-        raise TriageError("--jobs takes a number of processes >= 1")
+        raise BadInput("--jobs takes a number of processes >= 1")
     report = inspect(args.run, progress(err), run=args.pick, jobs=args.jobs, executor=args.executor,
                      ray_address=args.ray_address, keep_reports=args.json,
                      one_run_only="--html shows one run: pick one with --run NAME, or put runs side by side with "

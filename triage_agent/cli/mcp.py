@@ -6,7 +6,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from triage_agent.cli.base import Command, literal
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
+from triage_agent.extras import install_hint
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     roots = [Path(r).expanduser() for r in (args.root or ["."])]
     for r in roots:
         if not r.is_dir():
-            raise TriageError(f"{r}: no such folder (--root)")
+            raise BadInput(f"{r}: no such folder (--root)")
     if args.print_config:
         from triage_agent.commands.mcp import client_config
 
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.file.write(snippet)
         return 0
     if importlib.util.find_spec("mcp") is None:
-        raise TriageError("triage mcp needs the MCP SDK: pip install 'triage-agent[mcp]'")
+        raise BadInput(f"triage mcp needs the MCP SDK: {install_hint('mcp')}")
     from triage_agent.commands import mcp
 
     if args.http:

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from triage_agent.cli.base import Command, duration, literal
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.findings.model import SEVERITIES
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.runs.remote import is_remote
 
     if not is_remote(args.run) and not Path(args.run).is_dir():
-        raise TriageError(f"{args.run}: no such folder")
+        raise BadInput(f"{args.run}: no such folder")
     if not args.json:
         err.print(literal(f"watching {args.run} (every {args.interval:g} s; run.stalled after "
                           f"{args.stall_after / 60:g} min without a step); Ctrl-C stops"))

@@ -14,7 +14,7 @@ from typing import Any
 
 from triage_agent import safejson
 from triage_agent.edits import EditError, edit_text
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.findings import suggest
 from triage_agent.findings.facts import Facts, number, resolve
 from triage_agent.report import offline_report
@@ -45,19 +45,19 @@ def _from_report(path: Path, run_override: str | None) -> tuple[Path, list[dict[
     try:
         doc = safejson.load_file(path, 64 << 20)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TriageError(f"{path}: not a readable report JSON ({exc})") from None
+        raise BadInput(f"{path}: not a readable report JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != "triage.report/v1":
-        raise TriageError(f"{path}: not a triage report (schema triage.report/v1)")
+        raise BadInput(f"{path}: not a triage report (schema triage.report/v1)")
     info = doc.get("run")
     recorded = info.get("path") if isinstance(info, dict) else None
     if not run_override and not isinstance(recorded, str):
-        raise TriageError(f"{path}: the report names no run folder; pass --run RUN")
+        raise BadInput(f"{path}: the report names no run folder; pass --run RUN")
     run = Path(run_override or str(recorded))
     if not run_override and not run.is_absolute() and not run.exists():
         run = path.parent / run
     adjustments = doc.get("adjustments", [])
     if not isinstance(adjustments, list):
-        raise TriageError(f"{path}: `adjustments` is not a list")
+        raise BadInput(f"{path}: `adjustments` is not a list")
     return run, [a if isinstance(a, dict) else {"file": "", "key": "", "to": None, "bad": True}
                  for a in adjustments[:1000]]
 
@@ -72,9 +72,9 @@ def plan(source: str | Path, run_override: str | None = None, include_unmet: boo
         is_file = stat.S_ISREG(src.stat().st_mode)
     except FileNotFoundError:
         what = "report" if src.suffix.lower() == ".json" else "report or run folder"
-        raise TriageError(f"{src}: no such {what}") from None
+        raise BadInput(f"{src}: no such {what}") from None
     except OSError as exc:
-        raise TriageError(f"{src}: cannot read ({exc.strerror})") from None
+        raise BadInput(f"{src}: cannot read ({exc.strerror})") from None
     if is_file:
         run_path, proposals = _from_report(src, run_override)
         facts = resolve(load_run(run_path))
@@ -103,7 +103,7 @@ def edit_plan(facts: Facts, proposals: list[dict[str, Any]], include_unmet: bool
             refused.append((file, key, "its what-if does not reach the target (--include-unmet applies it anyway)"))
             continue
         if "from" in p and not force and not _same(p["from"], cv.value):
-            raise TriageError(f"{file}: {key} is {cv.value!r} now but the report was made when it was "
+            raise BadInput(f"{file}: {key} is {cv.value!r} now but the report was made when it was "
                               f"{str(p['from'])[:40]!r}: the report is stale (--force applies it anyway)")
         if file not in texts:
             text = (run.root / file).read_text(encoding="utf-8")
@@ -133,7 +133,7 @@ def write(result: ApplyResult, out_dir: Path | None = None, in_place: bool = Fal
         for e in result.edits:
             _write_one(result, e, out_dir, in_place)
     except OSError as exc:
-        raise TriageError(f"{exc.filename or 'output'}: cannot write ({exc.strerror})") from None
+        raise BadInput(f"{exc.filename or 'output'}: cannot write ({exc.strerror})") from None
     return result
 
 
@@ -147,10 +147,10 @@ def _write_one(result: ApplyResult, e: FileEdit, out_dir: Path | None, in_place:
         return
     target = result.run / e.file
     if result.run.resolve() not in target.resolve().parents:
-        raise TriageError(f"{e.file}: resolves outside the run folder; not edited")
+        raise BadInput(f"{e.file}: resolves outside the run folder; not edited")
     if target.is_symlink() or target.stat().st_nlink > 1:
         # a hard or soft link shares its content with a file elsewhere: editing it would edit that one too
-        raise TriageError(f"{e.file}: is linked to another file ({target.stat().st_nlink} links); not edited in "
+        raise BadInput(f"{e.file}: is linked to another file ({target.stat().st_nlink} links); not edited in "
                           "place (use --write DIR)")
     backup = target.with_name(target.name + ".bak")
     n = 1

@@ -9,7 +9,7 @@ from typing import Any
 
 from triage_agent.agent import loop, transcript
 from triage_agent.commands.report import DryRun, can_save, dry_run_request, make_client, model_source
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.llm.settings import Settings, configure_hint, state_dir
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
@@ -26,11 +26,11 @@ def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callabl
         on_tool: Callable[[loop.ToolEvent], None] | None = None, dry_run: bool = False, save: bool = True,
         env: dict[str, str] | None = None, vs: list[str] | None = None) -> AskResult | DryRun:
     if not question.strip():
-        raise TriageError("no question given (pass it as an argument or on stdin)")
+        raise BadInput("no question given (pass it as an argument or on stdin)")
     base = offline_report(load_run(path))
     base.facts.peers = [offline_report(load_run(p)).facts for p in vs or []]
     if not settings.configured:
-        raise TriageError(f"no model endpoint configured: {configure_hint(env or {})}; `triage inspect` works without one")
+        raise BadInput(f"no model endpoint configured: {configure_hint(env or {})}; `triage inspect` works without one")
     if dry_run:
         return dry_run_request(base, settings, "ask", question)
     notes: list[str] = []

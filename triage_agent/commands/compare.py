@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from triage_agent.comparison import Comparison, compare_facts
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.report import Report, offline_report
 from triage_agent.runs.load import load_run
 
@@ -15,8 +15,8 @@ MAX_RUNS = 8  # side by side; more is a sweep (`triage inspect DIR`)
 def compare(paths: list[str | Path]) -> Comparison:
     """Load each run (each must be one run, not a folder of several) and compare them."""
     if len(paths) < 2:
-        raise TriageError("compare needs two runs or more: triage compare A B")
+        raise BadInput("compare needs two runs or more: triage compare A B")
     if len(paths) > MAX_RUNS:
-        raise TriageError(f"compare takes at most {MAX_RUNS} runs; for a whole sweep use `triage inspect DIR`")
+        raise BadInput(f"compare takes at most {MAX_RUNS} runs; for a whole sweep use `triage inspect DIR`")
     reports: list[Report] = [offline_report(load_run(p)) for p in paths]
     return compare_facts([r.facts for r in reports], [[f.id for f in r.findings] for r in reports])

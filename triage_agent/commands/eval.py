@@ -21,7 +21,7 @@ from typing import Any
 from triage_agent import safejson
 from triage_agent.agent import answer, loop, transcript
 from triage_agent.commands.report import can_save, make_client
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.llm.errors import EndpointError
 from triage_agent.llm.settings import Settings, state_dir
 from triage_agent.report import offline_report
@@ -125,7 +125,7 @@ def builtin_suite(folder: Path, limit: int | None = None) -> list[tuple[str, Pat
 def folder_suite(folder: Path, limit: int | None = None) -> list[tuple[str, Path, list[str]]]:
     """Your own regression set: every subfolder with an expected.json ({"findings": ["id", ...]})."""
     if not folder.is_dir():
-        raise TriageError(f"{folder}: no such folder (--suite)")
+        raise BadInput(f"{folder}: no such folder (--suite)")
     runs = []
     for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
         try:
@@ -136,7 +136,7 @@ def folder_suite(folder: Path, limit: int | None = None) -> list[tuple[str, Path
         if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
             runs.append((sub.name, sub, sorted(set(ids))))
     if not runs:
-        raise TriageError(f"{folder}: no run folder with an expected.json listing its finding ids")
+        raise BadInput(f"{folder}: no run folder with an expected.json listing its finding ids")
     return runs[:limit] if limit else runs
 
 
@@ -176,7 +176,7 @@ def evaluate(models: list[str], settings: Settings, env: dict[str, str], suite_d
              limit: int | None = None, save: bool = True,
              progress: Any = None) -> EvalResult:
     if not settings.configured:
-        raise TriageError("triage eval needs a model endpoint: set OPENAI_BASE_URL (or pass --base-url)")
+        raise BadInput("triage eval needs a model endpoint: set OPENAI_BASE_URL (or pass --base-url)")
     save = save and can_save(env, [])
     with tempfile.TemporaryDirectory(prefix="triage-eval-") as tmp:
         runs = folder_suite(suite_dir, limit) if suite_dir else builtin_suite(Path(tmp), limit)

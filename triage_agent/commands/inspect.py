@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from triage_agent.commands.sweep import SweepResult, inspect_sweep
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.report import Report, offline_report
 from triage_agent.runs import remote
 from triage_agent.runs.load import Progress, load_run
@@ -41,7 +41,7 @@ def inspect(path: str | Path, progress: Progress | None = None, now: float | Non
         report.notes[:0] = notes
         return report
     if split.several and one_run_only:
-        raise TriageError(f"{display or location} holds {len(split.runs)} runs: {one_run_only}")
+        raise BadInput(f"{display or location} holds {len(split.runs)} runs: {one_run_only}")
     if not split.several:
         report = offline_report(load_run(root, progress, now, split=False, display=display))
         report.notes[:0] = notes

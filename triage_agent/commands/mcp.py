@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import sys
 import os
 import secrets
 import typing
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from triage_agent.agent import prompts, tools
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput, TriageError
 from triage_agent.findings.facts import Facts
 from triage_agent.report import Report, offline_report
 from triage_agent.runs.load import load_run
@@ -265,9 +266,9 @@ def serve_http(roots: list[Path], allow_write: bool, address: str, allow_remote:
     try:
         port = int(port_text)
     except ValueError:
-        raise TriageError(f"--http takes HOST:PORT, not {address!r}") from None
+        raise BadInput(f"--http takes HOST:PORT, not {address!r}") from None
     if host not in LOOPBACK and not allow_remote:
-        raise TriageError(f"{host} is not a loopback address: pass --allow-remote to serve other machines")
+        raise BadInput(f"{host} is not a loopback address: pass --allow-remote to serve other machines")
     token = token or os.environ.get("TRIAGE_MCP_TOKEN") or secrets.token_urlsafe(24)
     if not os.environ.get("TRIAGE_MCP_TOKEN"):
         say(f"bearer token: {token}  (set TRIAGE_MCP_TOKEN to choose it)")
@@ -304,11 +305,14 @@ WHERE = {"claude": ".mcp.json in the project (or: claude mcp add triage -- triag
 def client_config(client: str, roots: list[Path]) -> tuple[str, str]:
     """(where it goes, the snippet each IDE client expects) for a server started as `triage mcp --root ...`;
     the snippet alone is valid JSON or TOML, ready to paste."""
-    args = ["mcp", *[a for r in roots for a in ("--root", str(r))]]
+    # the interpreter triage runs in, by its absolute path: an IDE started outside the virtual environment finds
+    # neither a bare `triage` nor the right `python` on its PATH
+    command = str(Path(sys.executable).absolute())
+    args = ["-m", "triage_agent", "mcp", *[a for r in roots for a in ("--root", str(r))]]
     if client == "codex":
         quoted = ", ".join(json.dumps(a) for a in args)
-        return WHERE[client], f'[mcp_servers.triage]\ncommand = "triage"\nargs = [{quoted}]\n'
-    entry = {"command": "triage", "args": args}
+        return WHERE[client], f'[mcp_servers.triage]\ncommand = {json.dumps(command)}\nargs = [{quoted}]\n'
+    entry = {"command": command, "args": args}
     if client == "vscode":
         return WHERE[client], json.dumps({"servers": {"triage": {"type": "stdio", **entry}}}, indent=2) + "\n"
     return WHERE[client], json.dumps({"mcpServers": {"triage": entry}}, indent=2) + "\n"

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput, TriageError
+from triage_agent.extras import install_hint
 from triage_agent.findings.model import SEVERITY_RANK
 from triage_agent.runs.sweep import Split
 
@@ -130,14 +131,14 @@ def _ray(tasks: list[tuple[str, str, str | None]], address: str | None, now: flo
     try:
         import ray
     except ImportError:
-        raise TriageError("--executor ray needs Ray: pip install 'triage-agent[ray]'") from None
+        raise BadInput(f"--executor ray needs Ray: {install_hint('ray')}") from None
     started_here = not ray.is_initialized()
     if started_here:
         try:
             ray.init(address=address or os.environ.get("RAY_ADDRESS") or None, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
         except Exception as exc:  # noqa: BLE001 - Ray's connection errors come in many types
-            raise TriageError(f"cannot start or reach Ray ({type(exc).__name__}: {str(exc)[:200]})") from None
+            raise BadInput(f"cannot start or reach Ray ({type(exc).__name__}: {str(exc)[:200]})") from None
     try:
         remote = ray.remote(inspect_one).options(num_cpus=1, max_retries=1)
         limit = max(1, int(ray.cluster_resources().get("CPU", 1)) * RAY_IN_FLIGHT)  # type: ignore[no-untyped-call]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from triage_agent import redact
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.findings import engine
 from triage_agent.findings.facts import resolve
 from triage_agent.findings.model import SEVERITY_RANK, Finding
@@ -142,7 +142,7 @@ def watch(location: str, on_event: Callable[[WatchEvent], bool], *, interval: fl
     state = WatchState()
     is_remote = remote.is_remote(location)
     if not is_remote and not Path(location).is_dir():
-        raise TriageError(f"{location}: no such folder")
+        raise BadInput(f"{location}: no such folder")
     waits = _waiter(None if is_remote else Path(location), interval)
     while passes is None or state.passes < passes:
         t0 = time.perf_counter()

@@ -13,7 +13,7 @@ from typing import Any
 from triage_agent.analysis import calibration as cal
 from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts, number, suggestion
-from triage_agent.findings.model import Finding
+from triage_agent.findings.model import Finding, Severity
 from triage_agent.findings.registry import rule
 from triage_agent.findings.rules import Rules, ge, gt
 from triage_agent.runs.model import Run
@@ -60,7 +60,7 @@ def high_score_failures(facts: Facts, rules: Rules) -> Finding | None:
     hs, ss = facts.high_score, facts.run.solver_scores
     if hs is None or ss is None or not hs.n_candidates or not ge(hs.fail_share, rules["high_score_fail_share"]):
         return None
-    sev = "high" if ge(hs.fail_share, rules["high_score_fail_share_high"]) else "medium"
+    sev: Severity = "high" if ge(hs.fail_share, rules["high_score_fail_share_high"]) else "medium"
     return Finding(
         "hacking.high_score_failures", sev,
         f"{hs.fail_share:.0%} of samples scored >= {hs.threshold:.2f} ({hs.threshold_source}) fail the gold check",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from triage_agent.analysis.stats import rnd, tail
 from triage_agent.findings.facts import Facts
-from triage_agent.findings.model import Finding
+from triage_agent.findings.model import Finding, Severity
 from triage_agent.findings.registry import rule
 from triage_agent.findings.rules import Rules, ge
 from triage_agent.findings.suggest_trainer import generations_suggestion, truncation_suggestion
@@ -49,7 +49,7 @@ def truncated(facts: Facts, rules: Rules) -> Finding | None:
     tr = _tail_mean(facts, "clipped_share", frac)
     if tr is None or not ge(tr[0], rules["truncated_share"]) or facts.run.metrics is None:
         return None
-    sev = "high" if ge(tr[0], rules["truncated_share_high"]) else "medium"
+    sev: Severity = "high" if ge(tr[0], rules["truncated_share_high"]) else "medium"
     length = _tail_mean(facts, "length", frac)
     return Finding(
         "generation.truncated", sev,

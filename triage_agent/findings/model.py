@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
-SEVERITIES = ("high", "medium", "low", "info")
-SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+# the spec's severities (findings.md); `low` is part of the report schema though no rule raises it today
+Severity = Literal["high", "medium", "low", "info"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+SEVERITY_RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
 
 
 @dataclass
 class Finding:
     id: str
-    severity: str
+    severity: Severity
     title: str
     evidence: dict[str, Any]
     suggestion: dict[str, Any] | None = None
@@ -21,7 +23,7 @@ class Finding:
     stage: str | None = None  # troubleshooting stage (calibration runs)
     fix: str | None = None  # one line: what to do about it
 
-    def at_least(self, severity: str) -> bool:
+    def at_least(self, severity: Severity | str) -> bool:
         return SEVERITY_RANK[self.severity] <= SEVERITY_RANK[severity]
 
 

@@ -9,7 +9,7 @@ from triage_agent.analysis.filter import FilterAudit
 from triage_agent.analysis.rollouts import reliability
 from triage_agent.analysis.stats import rnd, spearman, swing_ratio
 from triage_agent.findings.facts import Facts, number, suggestion
-from triage_agent.findings.model import Finding
+from triage_agent.findings.model import Finding, Severity
 from triage_agent.findings.registry import rule
 from triage_agent.findings.rules import Rules, ge, gt
 
@@ -34,7 +34,7 @@ def _starved(facts: Facts, rules: Rules) -> bool:
     return not ge(a.share_after, rules["band_share_min"]) and lowered
 
 
-def _with_threshold_suggestion(facts: Facts, rules: Rules, fid: str, severity: str, title: str) -> Finding:
+def _with_threshold_suggestion(facts: Facts, rules: Rules, fid: str, severity: Severity, title: str) -> Finding:
     a = facts.filter_audit
     assert a is not None
     evidence = _band_evidence(facts, a)
@@ -187,7 +187,7 @@ def too_few_rollouts(facts: Facts, rules: Rules) -> Finding | None:
     if not low:
         return None
     worst = min(v for _, v in low)
-    sev = "high" if worst <= rules["rollouts_high"] else "medium"
+    sev: Severity = "high" if worst <= rules["rollouts_high"] else "medium"
     b = facts.band
     evidence: dict[str, Any] = {c.leaf: int(v) for c, v in low}
     evidence["p_true_half_outside_band"] = {c.leaf: rnd(reliability(int(v), b).p_outside_band) for c, v in low if v >= 1}

@@ -14,7 +14,7 @@ from triage_agent.analysis import trends
 from triage_agent.analysis.rewards import shares_from_cov
 from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
-from triage_agent.findings.model import Finding
+from triage_agent.findings.model import Finding, Severity
 from triage_agent.findings.registry import REGISTRY, rule
 from triage_agent.findings.rules import Rules, ge, gt
 from triage_agent.findings.suggest_trainer import (
@@ -111,7 +111,7 @@ def entropy_collapse(facts: Facts, rules: Rules) -> Finding | None:
     if head <= 0 or not tail <= rules["entropy_collapse_ratio"] * head + 1e-12:
         return None
     ratio = tail / head
-    sev = "high" if ratio <= rules["entropy_collapse_ratio_high"] + 1e-12 else "medium"
+    sev: Severity = "high" if ratio <= rules["entropy_collapse_ratio_high"] + 1e-12 else "medium"
     roll = trends.rolling_mean(s.values, 5)
     start = trends.first_step(s.steps, roll <= rules["entropy_collapse_ratio"] * head)
     return Finding("policy.entropy_collapse", sev,
@@ -136,7 +136,7 @@ def kl_explosion(facts: Facts, rules: Rules) -> Finding | None:
     bar = max(rules["kl_growth_ratio"] * max(head, 0.0), rules["kl_min"])
     if not ge(peak, bar):
         return None
-    sev = "high" if ge(peak, rules["kl_high"]) else "medium"
+    sev: Severity = "high" if ge(peak, rules["kl_high"]) else "medium"
     start = trends.first_step(s.steps, roll >= bar)
     return Finding("policy.kl_explosion", sev,
                    f"KL rose to {peak:.3g} (head mean {head:.3g}) from step {start}",
@@ -202,7 +202,7 @@ def grad_norm_spike(facts: Facts, rules: Rules) -> Finding | None:
     idx = trends.spikes(s.values, rules["grad_spike_ratio"], rules["grad_spike_min"], int(rules["grad_spike_history"]))
     if not idx:
         return None
-    sev = "high" if len(idx) >= rules["grad_spike_high_count"] else "medium"
+    sev: Severity = "high" if len(idx) >= rules["grad_spike_high_count"] else "medium"
     worst = max(idx, key=lambda i: s.values[i])
     steps = [int(s.steps[i]) for i in idx]
     return Finding("optim.grad_norm_spike", sev,
@@ -318,7 +318,7 @@ def component_dominates(facts: Facts, rules: Rules) -> Finding | None:
     stagnant = [c for c in live if c != top and (rhos[c] is None or (rhos[c] or 0.0) < rules["stagnant_rho"])]
     if not ge(shares[top], rules["dominant_share"]) or not stagnant:
         return None
-    sev = "high" if ge(shares[top], rules["dominant_share_high"]) else "medium"
+    sev: Severity = "high" if ge(shares[top], rules["dominant_share_high"]) else "medium"
     return Finding("reward.component_dominates", sev,
                    f"{top[3:]} carries {shares[top]:.0%} of the reward signal while {', '.join(c[3:] for c in stagnant)} "
                    "does not improve",

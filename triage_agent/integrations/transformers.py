@@ -9,7 +9,7 @@ alias table onto canonical series, then the rules; `triage watch` does the same)
 new, or more severe than before, is written once to `<output_dir>/triage_findings.jsonl` and to the
 `triage` logger. With `stop_on="high"`, such a finding saves a checkpoint and stops training.
 
-Install with `pip install 'triage-agent[trainer]'`. transformers is imported only if it is installed;
+Install with `pip install 'rl-triage[trainer]'`. transformers is imported only if it is installed;
 without it the class still follows `TrainerCallback`'s protocol (every `on_*` hook), so any loop that
 calls those hooks can use it.
 """

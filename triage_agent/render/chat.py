@@ -11,6 +11,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 
 from triage_agent.agent import tools
+from triage_agent.agent.loop import ToolEvent
 from triage_agent.commands.chat import COMMANDS, ChatSession
 from triage_agent.errors import TriageError
 from triage_agent.render.terminal import findings_table, fmt_value, predicted_text
@@ -114,7 +115,7 @@ def _answer(session: ChatSession, line: str, console: Console) -> None:
     """Stream one answer as Markdown; tool calls show as status lines; Ctrl-C stops only this answer."""
     text: list[str] = []
 
-    def on_tool(ev) -> None:  # type: ignore[no-untyped-def]
+    def on_tool(ev: ToolEvent) -> None:
         console.print(literal(f"→ {ev.name}({ev.arguments[:60]}) {ev.seconds * 1000:.0f} ms", "dim"))
 
     try:

@@ -1,7 +1,7 @@
 """The HTML report's charts: Plotly figures (hover with step and value, zoom, round ticks, integer steps,
 legends above the plot area so they are never cut). The page inlines plotly.js once, so it works offline.
 
-Plotly is the `html` extra (`pip install 'triage-agent[html]'`); it is imported only when a page is drawn.
+Plotly comes with the core install; it is imported only when a page is drawn.
 """
 
 from __future__ import annotations
@@ -12,17 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
+from triage_agent.extras import DISTRIBUTION
 
 MAX_POINTS = 2000  # per line: a 100,000-step run draws its shape, not every point
-MISSING = "the HTML report draws its charts with Plotly: pip install 'triage-agent[html]'"
+MISSING = f"the HTML report draws its charts with Plotly, which is missing: pip install --force-reinstall {DISTRIBUTION}"
 
 
 def _go() -> Any:
     try:
         import plotly.graph_objects as go
     except ImportError:
-        raise TriageError(MISSING) from None
+        raise BadInput(MISSING) from None
     return go
 
 
@@ -30,7 +31,7 @@ def plotly_js() -> str:
     try:
         from plotly.offline import get_plotlyjs
     except ImportError:
-        raise TriageError(MISSING) from None
+        raise BadInput(MISSING) from None
     js: str = get_plotlyjs()
     return js
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.runs.configs import CONFIG_SUFFIXES
 from triage_agent.runs.formats import BY_NAME, FORMATS
 from triage_agent.runs.model import ParseError
@@ -143,11 +143,11 @@ def discover(root: Path, manifest: Manifest) -> tuple[list[Found], list[str]]:
     try:
         mode = root.stat().st_mode
     except FileNotFoundError:
-        raise TriageError(f"{root}: no such folder") from None
+        raise BadInput(f"{root}: no such folder") from None
     except OSError as exc:
-        raise TriageError(f"{root}: cannot read ({exc.strerror})") from None
+        raise BadInput(f"{root}: cannot read ({exc.strerror})") from None
     if not statmod.S_ISDIR(mode):
-        raise TriageError(f"{root}: not a folder (give the run folder)")
+        raise BadInput(f"{root}: not a folder (give the run folder)")
     notes: list[str] = []
     found: list[Found] = []
     real_root = root.resolve()

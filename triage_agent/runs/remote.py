@@ -20,7 +20,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from triage_agent import redact
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput, TriageError
+from triage_agent.extras import install_hint
 from triage_agent.runs import discover as disc
 from triage_agent.runs.sweep import SPLIT_DEPTH
 
@@ -93,14 +94,14 @@ def _filesystem(url: str) -> tuple[Any, str]:
     try:
         import fsspec
     except ImportError:
-        raise TriageError(f"{url}: remote runs need fsspec: pip install 'triage-agent[{EXTRAS.get(protocol, 's3')}]'") \
+        raise BadInput(f"{url}: remote runs need fsspec: {install_hint(EXTRAS.get(protocol, 's3'))}") \
             from None
     try:
         fs, path = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as exc:
         extra = EXTRAS.get(protocol)
-        hint = f"pip install 'triage-agent[{extra}]'" if extra else f"install the fsspec package for {protocol}://"
-        raise TriageError(f"{url}: cannot open {protocol}:// ({_short(exc)}); {hint}") from None
+        hint = install_hint(extra) if extra else f"install the fsspec package for {protocol}://"
+        raise BadInput(f"{url}: cannot open {protocol}:// ({_short(exc)}); {hint}") from None
     return fs, str(path).rstrip("/")
 
 
@@ -132,7 +133,7 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
     """Fetch what discovery needs of a remote run (or sweep) into the cache; return its local copy."""
     m = _URL.match(url)
     if m is None or not m.group(2).strip("/"):
-        raise TriageError(f"{url}: give a folder after the protocol, e.g. s3://bucket/runs/")
+        raise BadInput(f"{url}: give a folder after the protocol, e.g. s3://bucket/runs/")
     protocol, url = m.group(1).lower(), f"{m.group(1)}://{m.group(2).rstrip('/')}"
     fs, root = _filesystem(url)
     local = cache_root(env) / protocol / Path(*[p for p in root.split("/") if p not in ("", ".", "..")])
@@ -140,13 +141,13 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
     try:
         if not fs.isdir(root):
             if fs.isfile(root):
-                raise TriageError(f"{url}: not a folder (give the run folder)")
-            raise TriageError(f"{url}: no such folder")
+                raise BadInput(f"{url}: not a folder (give the run folder)")
+            raise BadInput(f"{url}: no such folder")
         files, cut = _listing(fs, root, res.notes)
     except TriageError:
         raise
     except Exception as exc:  # each fsspec back end raises its own kinds: all are "cannot list"
-        raise TriageError(f"{url}: cannot list ({_short(exc)})") from None
+        raise BadInput(f"{url}: cannot list ({_short(exc)})") from None
     local.mkdir(parents=True, exist_ok=True)
     keep: set[Path] = set()
     for i, (rel, info) in enumerate(files.items()):

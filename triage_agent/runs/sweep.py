@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from triage_agent.errors import TriageError
+from triage_agent.errors import BadInput
 from triage_agent.runs import discover as disc
 
 SPLIT_DEPTH = 8  # a run may sit this deep below the folder given (Hydra multirun: multirun/date/time/N/...)
@@ -58,7 +58,7 @@ class Split:
         """The run `name` (as `pick` finds it), or a one-line error listing the runs there are."""
         got = self.pick(name)
         if got is None:
-            raise TriageError(f"{where}: no run named {name!r}; runs: {', '.join(r.name for r in self.runs[:12])}")
+            raise BadInput(f"{where}: no run named {name!r}; runs: {', '.join(r.name for r in self.runs[:12])}")
         return got
 
 

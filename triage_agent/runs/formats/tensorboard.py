@@ -10,7 +10,7 @@ from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.model import ParseError
 
 MISSING = ("TensorBoard event files found, but the `tensorboard` package is not installed: "
-           "pip install 'triage-agent[tensorboard]'")
+           "pip install 'rl-triage[tensorboard]'")
 
 
 def available() -> bool:
