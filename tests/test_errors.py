@@ -26,10 +26,10 @@ def test_no_raise_site_chooses_an_exit_code():
     offenders = []
     for path in (REPO / "triage_agent").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
-                    "TriageError", "BadInput"):
-                if len(node.args) > 1 or any(k.arg == "exit_code" for k in node.keywords):
-                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("TriageError", "BadInput")
+                    and (len(node.args) > 1 or any(k.arg == "exit_code" for k in node.keywords))):
+                offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert offenders == []
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import sys
 import os
 import secrets
+import sys
 import typing
 from collections import OrderedDict
 from collections.abc import Callable
