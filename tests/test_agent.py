@@ -154,7 +154,8 @@ def test_unknown_tool_and_bad_arguments_go_back_as_text(env):
 
 
 def test_turn_limit_falls_back_to_offline(env):
-    looping = [completion(tool_calls=[tool_call("run_overview", "{}", f"x{i}")]) for i in range(10)]
+    # exactly the 5 requests the limit lets through (a 6th would get the server's "script exhausted" 500)
+    looping = [completion(tool_calls=[tool_call("run_overview", "{}", f"x{i}")]) for i in range(5)]
     with ScriptedServer(looping) as srv:
         rep = report(RUN, settings(srv), save=False)
     # MAX_TURNS = 6 requests, one held back for a repair; the last tool round offers no tools
@@ -281,7 +282,8 @@ def test_streaming_rejected_answer_still_printed(env):
 
 
 def test_unknown_model_lists_the_endpoint_models(env):
-    with ScriptedServer([error(404, "The model `nope` does not exist")], models=["llama-3", "qwen"]) as srv, \
+    # the server itself answers 404 for a model it does not list (no scripted reply needed, none left unused)
+    with ScriptedServer([], models=["llama-3", "qwen"]) as srv, \
             pytest.raises(TriageError, match="model 'nope' not found.*llama-3, qwen"):
         report(RUN, Settings(base_url=srv.base_url, model="nope", retry_wait=0.01), save=False)
 

@@ -62,7 +62,8 @@ def run_eval(suite, tmp_path, monkeypatch, reply, model):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     out, err = io.StringIO(), io.StringIO()
-    with ScriptedServer(personality(reply), models=[model]) as srv:
+    with ScriptedServer(personality(reply), models=[model],
+                        leftover_ok="a personality answers every request; the suite decides how many") as srv:
         code = main(["eval", "--models", model, "--suite", str(suite), "--json", "--base-url", srv.base_url],
                     stdout=Console(file=out), stderr=Console(file=err))
         requests = srv.requests
@@ -98,7 +99,8 @@ def test_table_and_html(suite, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     out = io.StringIO()
     page = tmp_path / "eval.html"
-    with ScriptedServer(personality(good), models=["good"]) as srv:
+    with ScriptedServer(personality(good), models=["good"],
+                        leftover_ok="a personality answers every request; the suite decides how many") as srv:
         code = main(["eval", "--models", "good", "--suite", str(suite), "--base-url", srv.base_url, "--html", str(page),
                      "--no-save"], stdout=Console(file=out, width=200), stderr=Console(file=io.StringIO()))
     assert code == 0

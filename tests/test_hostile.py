@@ -263,7 +263,8 @@ def test_hostile_endpoint_report(name, tmp_path):
     from tests.scripted_server import ScriptedServer
 
     items, exits = TRANSPORT[name]
-    with ScriptedServer(_script(items) + [_ok()] * 3) as srv:
+    with ScriptedServer(_script(items) + [_ok()] * 3,
+                        leftover_ok="good replies after the hostile one, for whatever retries the client makes") as srv:
         res = run(["report", str(RUN_DIR), "--json", "--no-save"],
                   env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "m", "TRIAGE_TIMEOUT": "3",
                        "XDG_STATE_HOME": str(tmp_path)}, timeout=40)
@@ -278,7 +279,8 @@ def test_hostile_endpoint_stream(name, tmp_path):
     from tests.scripted_server import ScriptedServer
 
     items, exits = STREAM[name]
-    with ScriptedServer(_script(items) + [_sse([_chunk("again", "stop")])] * 3) as srv:
+    with ScriptedServer(_script(items) + [_sse([_chunk("again", "stop")])] * 3,
+                        leftover_ok="good replies after the hostile one, for whatever retries the client makes") as srv:
         res = run(["ask", str(RUN_DIR), "why?", "--no-save"],
                   env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "m", "TRIAGE_TIMEOUT": "3",
                        "XDG_STATE_HOME": str(tmp_path)}, timeout=40)
@@ -588,7 +590,7 @@ def test_doctor_shows_a_hostile_server_error_literally(tmp_path):
     from tests.scripted_server import ScriptedServer, error
 
     evil = "[bold red]boom[/] \x1b]0;pwned\x07 Bearer sk-live-abcdefghijklmnopqrst"
-    with ScriptedServer([error(400, evil)] * 8) as srv:
+    with ScriptedServer([error(400, evil)] * 8, leftover_ok="doctor stops at the first refused step") as srv:
         res = run(["doctor"], env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "scripted-model",
                                    "XDG_STATE_HOME": str(tmp_path)})
     assert res.problems({0, 1, 3}, LIMIT_S, LIMIT_MB) == [], res.stderr
