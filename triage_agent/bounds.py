@@ -46,3 +46,15 @@ def mapped(items: Mapping[str, Any], limit: int) -> dict[str, Any]:
     if left:
         out[MORE] = f"{left} more key{'s' if left > 1 else ''}"
     return out
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, cut at a word boundary with `…` when it is longer (never mid-word,
+    unless a single word is longer than the limit)."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:  # a word boundary not too far back
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + MORE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from triage_agent import bounds
 from triage_agent.analysis.stats import rnd, tail
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding, Severity
@@ -91,8 +92,9 @@ def crash(facts: Facts, rules: Rules) -> list[Finding]:
                     "frame": {"file": c.frame.file, "line": c.frame.line, "function": c.frame.function}
                     if c.frame else None, "source": scan.path}
         if c.cascade:
-            evidence["followed_by"] = [{"exception": e, "message": m[:160], "line": n} for e, m, n in c.cascade[-5:]]
-        out.append(Finding("log.crash", "high", f"{scan.path} ends in {c.exception}{msg}"[:160], evidence,
+            evidence["followed_by"] = [{"exception": e, "message": bounds.clip(m, 160), "line": n}
+                                       for e, m, n in c.cascade[-5:]]
+        out.append(Finding("log.crash", "high", bounds.clip(f"{scan.path} ends in {c.exception}{msg}", 160), evidence,
                            fix=CRASH_FIXES.get(c.kind, CRASH_FIXES["other"])))
     return out
 

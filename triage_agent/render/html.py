@@ -8,7 +8,7 @@ from typing import Any
 
 from triage_agent.analysis import rewards
 from triage_agent.render import plots
-from triage_agent.render.terminal import fmt_value, predicted_text
+from triage_agent.render.terminal import crash_lines, fmt_value, predicted_text, run_line
 from triage_agent.report import Report
 
 CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-width:1120px}
@@ -93,7 +93,7 @@ def render(report: Report) -> str:
     source = "deterministic rules (offline)" if src.get("kind") == "offline" else \
         f"model {src.get('model')} at {src.get('endpoint')} ({src.get('requests')} requests)"
     parts = [f"<h1>triage: {escape(run.where)}</h1>",
-             f"<p>kind <b>{escape(run.kind)}</b> · {len(run.files)} files · source: {escape(source)}</p>",
+             f"<p>{escape(run_line(report))} · {len(run.files)} files · source: {escape(source)}</p>",
              '<h2>Plots</h2><div class="plots">' + "".join(
                  f'<div class="plot">{plots.to_div(fig, f"plot{i}")}</div>' for i, fig in enumerate(_figures(report)))
              + "</div>", "<h2>Findings</h2>"]
@@ -103,6 +103,14 @@ def render(report: Report) -> str:
                             [f.severity for f in report.findings]))
         parts.append("<details><summary>evidence</summary><pre>" + escape(json.dumps(
             {f.id: f.evidence for f in report.findings}, indent=1, default=str)) + "</pre></details>")
+        for f in report.findings:
+            if f.id == "log.crash":
+                parts.append(f"<h3>Crash in {escape(str(f.evidence.get('file')))}</h3><pre class='crash'>"
+                             + escape("\n".join(crash_lines(f))) + "</pre>")
+        todo = [(f.id, f.fix) for f in report.findings if f.fix and f.id != "log.crash" and f.at_least("medium")]
+        if todo:
+            parts.append("<h2>What to do</h2><ul>" + "".join(f"<li><b>{escape(i)}</b>: {escape(str(x))}</li>"
+                                                            for i, x in todo) + "</ul>")
     else:
         parts.append('<p class="muted">No findings.</p>')
     if report.diagnosis:

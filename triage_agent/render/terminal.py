@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
+from triage_agent.findings.model import Finding
 from triage_agent.render import calibration
 from triage_agent.render.text import LiteralTable, literal, sparkline
 from triage_agent.report import Report
@@ -24,11 +25,29 @@ def fmt_value(v: Any) -> str:
     return str(v)
 
 
+def run_line(report: Report) -> str:
+    """What kind of run this is, in one line: kind, trainer, paradigm (with what decided it)."""
+    run = report.run
+    parts = [f"kind: {run.kind}"]
+    if run.trainer:
+        parts.append(f"trainer: {run.trainer}")
+    parts.append(f"paradigm: {run.paradigm.replace('_', ' ')}"
+                 + (f" ({'; '.join(run.paradigm_evidence[:2])})" if run.paradigm_evidence else ""))
+    return "  ".join(parts)
+
+
+def shown_rounds(report: Report) -> list[str]:
+    """The rounds of an alternating run; a trainer run's reward components are not rounds."""
+    return [f"{r.role} {r.index}" for r in report.run.rounds if r.role != "policy"]
+
+
 def summary(report: Report) -> Panel:
     run = report.run
-    head = Text.assemble(literal(run.where, "bold"), "  kind: ", literal(run.kind, "cyan"))
-    lines = [f"files: {len(run.files)}  configs: {len(run.config_files())}  "
-             f"rounds: {', '.join(f'{r.role} {r.index}' for r in run.rounds) or 'none'}"]
+    head = literal(run.where, "bold")
+    rounds = shown_rounds(report)
+    lines = [run_line(report),
+             f"files: {len(run.files)}  configs: {len(run.config_files())}" + (f"  rounds: {', '.join(rounds)}"
+                                                                              if rounds else "")]
     if run.metrics is not None:
         lines.append(f"trainer metrics: {len(run.metrics.frame)} steps from {run.metrics.source}")
     for scan in run.logs:
@@ -51,6 +70,40 @@ def findings_table(report: Report) -> LiteralTable | Text:
     for f in report.findings:
         t.add_row(Text(f.severity, style=SEVERITY_STYLE[f.severity]), f.id, f.title, str(f.evidence.get("source", "")))
     return t
+
+
+def crash_lines(f: Finding) -> list[str]:
+    """A crash as the JSON knows it: kind, the root error, the training-code frame, the log line, the last step
+    and the fix (the terminal's panel and the HTML page show these lines)."""
+    ev = f.evidence
+    lines = [f"kind: {ev.get('kind')}", f"error: {ev.get('exception')}: {ev.get('message') or ''}".rstrip(": "),
+             f"at: {ev.get('file')}:{ev.get('line')}"]
+    frame = ev.get("frame")
+    if isinstance(frame, dict):
+        lines.append(f"in training code: {frame.get('file')}:{frame.get('line')} in {frame.get('function')}")
+    later = ev.get("followed_by") or []
+    if later:
+        lines.append(f"root of a cascade: {len(later)} later error{'s' if len(later) > 1 else ''} follow "
+                     f"(last: {later[-1].get('exception')} at line {later[-1].get('line')})")
+    last = ev.get("last_step")
+    lines.append(f"last step logged: {last}" + (f" (line {ev.get('last_step_line')})" if ev.get("last_step_line")
+                                                else "")
+                 if last is not None else "last step logged: none (it crashed before the first step)")
+    if f.fix:
+        lines.append(f"fix: {f.fix}")
+    return lines
+
+
+def crash_panels(report: Report) -> list[Panel]:
+    return [Panel(literal("\n".join(crash_lines(f))), title=literal(f"Crash in {f.evidence.get('file')}"),
+                  expand=False, border_style="red") for f in report.findings if f.id == "log.crash"]
+
+
+def fixes(report: Report) -> list[Text]:
+    """One line per finding (other than crashes, which have their panel): what to do about it."""
+    lines = [Text.assemble((f"{f.id}: ", SEVERITY_STYLE[f.severity]), literal(f.fix))
+             for f in report.findings if f.fix and f.id != "log.crash" and f.at_least("medium")]
+    return [Text("What to do", style="bold"), *lines] if lines else []
 
 
 def rounds_table(report: Report) -> LiteralTable | None:
@@ -210,6 +263,10 @@ def parse_error_lines(report: Report) -> list[Text]:
 def render(report: Report, console: Console) -> None:
     console.print(summary(report))
     console.print(findings_table(report))
+    for panel in crash_panels(report):
+        console.print(panel)
+    for line in fixes(report):
+        console.print(line)
     for part in (metrics_table(report), rounds_table(report), filter_panel(report), generator_panel(report)):
         if part is not None:
             console.print(part)

@@ -1,0 +1,69 @@
+"""The terminal and HTML show what the JSON knows (issue 27, item 5): a crash's kind, root error, training-code
+frame, log line, last step and fix; titles never cut mid-word; the run's trainer and paradigm in the header;
+no rounds for a trainer run."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.conftest import SAMPLES, cli
+from triage_agent import bounds
+
+OOM = SAMPLES / "trl_oom_crash"
+
+
+def _lines_of(path, needle):
+    # lines end at \n only (tqdm's \r redraws stay inside a line, as in any editor)
+    with open(path, newline="", encoding="utf-8") as fh:  # no universal newlines: \r is not a line end here
+        return [i for i, line in enumerate(fh.read().split("\n"), 1) if needle in line]
+
+
+def test_the_terminal_shows_the_whole_crash():
+    log = OOM / "train.log"
+    crash_line = _lines_of(log, "torch.OutOfMemoryError")[-1]  # worked out from the file, not from triage
+    last_step_line = _lines_of(log, "'loss'")[-1]
+    code, out, _ = cli("inspect", str(OOM), width=200)
+    assert code == 0
+    assert "kind: oom" in out
+    assert f"at: train.log:{crash_line}" in out
+    assert "in training code: /workspace/train_grpo.py:88 in <module>" in out
+    assert f"last step logged: 150 (line {last_step_line})" in out
+    assert "fix: out of memory: lower vllm_gpu_memory_utilization" in out
+
+
+def test_the_html_page_shows_the_crash_and_the_fixes(tmp_path):
+    page = tmp_path / "r.html"
+    code, _, _ = cli("inspect", str(OOM), "--html", str(page))
+    html = page.read_text()
+    assert code == 0 and "<pre class='crash'>kind: oom" in html and "in training code:" in html
+    entropy = tmp_path / "e.html"
+    cli("inspect", str(SAMPLES / "trl_entropy_collapse"), "--html", str(entropy))
+    assert "<h2>What to do</h2>" in entropy.read_text() and "policy.entropy_collapse</b>: raise the sampling" in \
+        entropy.read_text()
+
+
+def test_the_header_names_the_trainer_and_shows_no_rounds_for_a_trainer_run():
+    _, out, _ = cli("inspect", str(SAMPLES / "swift_zero_variance"))
+    header = out.split("Findings")[0]
+    assert "trainer: ms-swift" in header or "trainer: swift" in header
+    assert "paradigm:" in header and "rounds:" not in header
+    _, out, _ = cli("inspect", str(SAMPLES / "boundary_collapse"))
+    header = out.split("Findings")[0]
+    assert "rounds: generator 1" in header and "selector 1" in header
+
+
+@given(st.text(alphabet=st.sampled_from("ab cd,ef"), max_size=300), st.integers(min_value=10, max_value=200))
+def test_clip_never_cuts_mid_word_and_says_it_cut(text, limit):
+    got = bounds.clip(text, limit)
+    assert len(got) <= limit
+    if got == text:
+        return
+    assert got.endswith("…")
+    kept = got[:-1]
+    assert text.startswith(kept)
+    words = text.split(" ")
+    # the cut falls at a word boundary unless one word alone is longer than half the limit
+    if max(len(w) for w in words) < limit // 2:
+        assert text[len(kept):len(kept) + 1] in (" ", ",", ";", ":", "-", "") or kept.rstrip(" ,;:-") != kept or \
+            text[len(kept)] == " "
