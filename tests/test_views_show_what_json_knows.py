@@ -67,3 +67,17 @@ def test_clip_never_cuts_mid_word_and_says_it_cut(text, limit):
     if max(len(w) for w in words) < limit // 2:
         assert text[len(kept):len(kept) + 1] in (" ", ",", ";", ":", "-", "") or kept.rstrip(" ,;:-") != kept or \
             text[len(kept)] == " "
+
+
+def test_compare_says_when_no_run_has_a_config(tmp_path):
+    import json
+    import shutil
+
+    for name, src in (("a", "trl_healthy"), ("b", "trl_entropy_collapse")):
+        shutil.copytree(SAMPLES / src, tmp_path / name, ignore=shutil.ignore_patterns("*.yaml", "*.md"))
+    code, out, _ = cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert code == 0 and "no run has a config file: no config was compared" in out and "no key differs" not in out
+    code, out, _ = cli("compare", str(tmp_path / "a"), str(SAMPLES / "trl_entropy_collapse"), "--json")
+    doc = json.loads(out)
+    assert doc["config_files"][0] == [] and doc["config_files"][1] == ["grpo_config.yaml"]
+    assert doc["config_note"] == "no config file in A: its keys count as missing"

@@ -36,6 +36,16 @@ class Comparison:
     series: list[SeriesCompare]
     only: list[list[str]]  # finding ids each run has that no other run has
     common: list[str]
+    config_files: list[list[str]] = field(default_factory=list)  # each run's config files (none: nothing compared)
+
+    def config_note(self) -> str | None:
+        """What the config comparison rests on, when some run has no config file to compare."""
+        missing = [_label(i) for i, files in enumerate(self.config_files) if not files]
+        if not missing:
+            return None
+        if len(missing) == len(self.names):
+            return "no run has a config file: no config was compared"
+        return f"no config file in {', '.join(missing)}: its keys count as missing"
 
     def document(self, limit: int | None = None) -> dict[str, Any]:
         """The comparison as JSON; `limit` bounds the config keys (for the model)."""
@@ -55,6 +65,8 @@ class Comparison:
             "schema": SCHEMA, "runs": self.names,
             "config": [{"key": d.key, "values": [_jsonable(v) for v in d.values]} for d in config],
             **({"config_keys_left_out": len(self.config) - len(config)} if len(config) < len(self.config) else {}),
+            "config_files": self.config_files,
+            **({"config_note": note} if (note := self.config_note()) else {}),
             "series": [{"name": sc.name, "runs": [summary(s) for s in sc.summaries],
                         "tail_minus_first_run": [delta(sc, i, "tail") for i in range(1, len(sc.summaries))],
                         "last_minus_first_run": [delta(sc, i, "last") for i in range(1, len(sc.summaries))],
@@ -62,6 +74,10 @@ class Comparison:
             "findings": {"common": self.common,
                          "only_in": [{"run": n, "ids": ids} for n, ids in zip(self.names, self.only)]},
         }
+
+
+def _label(i: int) -> str:
+    return chr(ord("A") + i)
 
 
 def _jsonable(v: Any) -> Any:
@@ -149,4 +165,5 @@ def compare_facts(facts: list[Facts], finding_ids: list[list[str]]) -> Compariso
     only = [[i for i in mine if not any(i in other for j, other in enumerate(ids) if j != k)]
             for k, mine in enumerate(ids)]
     common = [i for i in ids[0] if all(i in other for other in ids[1:])]
-    return Comparison([f.run.where for f in facts], config, series, only, common)
+    return Comparison([f.run.where for f in facts], config, series, only, common,
+                      [f.run.config_files() for f in facts])

@@ -23,6 +23,9 @@ def _label(i: int) -> str:
 def render(c: Comparison, console: Console) -> None:
     for i, name in enumerate(c.names):
         console.print(literal(f"{_label(i)}: {name}", "bold"))
+    note = c.config_note()
+    if note:
+        console.print(literal(f"Config: {note}.", "yellow"))
     if c.config:
         t = LiteralTable(title=f"Config keys that differ ({len(c.config)})", expand=False)
         t.add_column("key")
@@ -31,7 +34,7 @@ def render(c: Comparison, console: Console) -> None:
         for d in c.config:
             t.add_row(d.key, *(fmt_value(v) for v in d.values))
         console.print(t)
-    else:
+    elif any(c.config_files):  # when no run has a config, the note above says so instead
         console.print(literal("Config: no key differs."))
     if c.series:
         t = LiteralTable(title="Series (head/tail: means of the first/last 20% of steps)", expand=False)
@@ -84,7 +87,9 @@ def html(c: Comparison) -> str:
     head = "".join(f"<th>{h}</th>" for h in ["key", *(_label(i) for i in range(len(c.names)))])
     rows = "".join("<tr>" + "".join(f"<td>{esc(str(x))}</td>" for x in [d.key, *map(fmt_value, d.values)]) + "</tr>"
                    for d in c.config)
-    parts.append(f"<h2>Config keys that differ ({len(c.config)})</h2><table><tr>{head}</tr>{rows}</table>")
+    note = c.config_note()
+    parts.append(f"<h2>Config keys that differ ({len(c.config)})</h2>" + (f"<p>{esc(note)}</p>" if note else "")
+                 + f"<table><tr>{head}</tr>{rows}</table>")
     parts.append("<h2>Findings only in one run</h2><ul>" + "".join(
         f"<li><b>{_label(i)}</b>: {esc(', '.join(ids) or '—')}</li>" for i, ids in enumerate(c.only))
         + f"<li><b>all</b>: {esc(', '.join(c.common) or '—')}</li></ul>")
