@@ -59,9 +59,12 @@ def finding_ids(report: Any, min_severity: str = "info") -> set[str]:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The hostile-input corpus in one line: how many cases ran, the slowest, the largest."""
-    from tests import hostile
+    """The hostile-input corpus in one line: how many cases ran, the slowest, the largest; the real-run corpus's
+    score in another."""
+    from tests import corpus, hostile
 
+    for score in corpus.RESULT:
+        terminalreporter.write_line(score.line())
     if hostile.RESULTS:
         slow = max(hostile.RESULTS, key=lambda r: r.seconds)
         big = max(hostile.RESULTS, key=lambda r: r.peak_mb)

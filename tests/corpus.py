@@ -1,0 +1,94 @@
+"""Score triage against the labelled corpus of real public runs in tests/real_runs (issue 22, item 7).
+
+Each run folder holds the run's files as its repository has them; `labels/<run>.json` says, from the run's
+own numbers and before triage was run on it, what is wrong with it (finding ids with evidence) or that it is
+healthy. The score: recall of labelled problems (a labelled id that triage raises, at any severity), false
+alarms (a medium or high finding on a run labelled healthy), and unreadable runs (triage refuses the folder).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent / "real_runs"
+LABELS = CORPUS / "labels"
+
+
+@dataclass
+class RunScore:
+    name: str
+    labelled: list[str]
+    healthy: bool
+    found: list[str] = field(default_factory=list)  # every id triage raised
+    alarms: list[str] = field(default_factory=list)  # medium/high ids
+    unreadable: str | None = None
+
+    @property
+    def missed(self) -> list[str]:
+        return [i for i in self.labelled if i not in self.found]
+
+    @property
+    def false_alarms(self) -> list[str]:
+        return self.alarms if self.healthy else []
+
+
+@dataclass
+class Score:
+    runs: list[RunScore]
+
+    @property
+    def labelled(self) -> int:
+        return sum(len(r.labelled) for r in self.runs)
+
+    @property
+    def caught(self) -> int:
+        return sum(len(r.labelled) - len(r.missed) for r in self.runs)
+
+    @property
+    def recall(self) -> float:
+        return self.caught / self.labelled if self.labelled else 1.0
+
+    @property
+    def false_alarm_runs(self) -> list[RunScore]:
+        return [r for r in self.runs if r.false_alarms]
+
+    @property
+    def unreadable(self) -> list[RunScore]:
+        return [r for r in self.runs if r.unreadable]
+
+    def line(self) -> str:
+        healthy = sum(r.healthy for r in self.runs)
+        return (f"real-run corpus: {len(self.runs)} runs ({healthy} healthy); recall {self.recall:.2f} "
+                f"({self.caught}/{self.labelled} labelled problems); false alarms on "
+                f"{len(self.false_alarm_runs)}/{healthy} healthy runs; unreadable {len(self.unreadable)}")
+
+
+def labels() -> list[dict[str, object]]:
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(LABELS.glob("*.json"))]
+
+
+def score_run(label: dict[str, object], now: float | None = None) -> RunScore:
+    from triage_agent.commands.inspect import inspect
+    from triage_agent.errors import TriageError
+
+    name = str(label["run"])
+    problems = label.get("problems") or []
+    assert isinstance(problems, list)
+    got = RunScore(name, [str(p["id"]) for p in problems], bool(label["healthy"]))
+    try:
+        report = inspect(str(CORPUS / name), now=now)
+    except TriageError as exc:
+        got.unreadable = str(exc)
+        return got
+    got.found = [f.id for f in report.findings]  # type: ignore[union-attr]
+    got.alarms = [f.id for f in report.findings if f.at_least("medium")]  # type: ignore[union-attr]
+    return got
+
+
+def score(now: float | None = None) -> Score:
+    return Score([score_run(label, now) for label in labels()])
+
+
+RESULT: list[Score] = []  # the last score, for the terminal summary
