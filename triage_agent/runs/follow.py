@@ -5,7 +5,7 @@
   (block scanning for a large append), so its cost follows the append, not the log's length;
 - JSON-lines outputs (verl's file logger, ms-swift's logging.jsonl, W&B's history) read only the
   appended complete lines;
-- TensorBoard event files keep their loader, which reads only the records written since;
+- TensorBoard event files keep their reader and byte offset: a pass reads only the records written since;
 - everything else (configs, trainer_state.json, tables, rollout dumps) is read again only when its
   size, mtime or inode changed.
 A file that shrank or was replaced is read again from its start.
@@ -106,7 +106,7 @@ class Follower(Reader):
             return self._log(path, rel)
         if role in APPENDED_JSONL:
             return self._appended(role, path, rel)
-        if role == "tfevents" and tb.available():
+        if role == "tfevents":
             return self._events(path, rel)
         return self._memo(role, path, rel, BY_NAME[role].read)  # type: ignore[no-any-return]
 
