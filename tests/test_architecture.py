@@ -138,7 +138,7 @@ def test_the_wheel_carries_every_prompt(tmp_path):
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                     str(wheels), str(REPO)], check=True, capture_output=True)
-    (wheel,) = wheels.glob("triage_agent-*.whl")
+    (wheel,) = wheels.glob("rl_triage-*.whl")
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"

@@ -58,3 +58,43 @@ def test_rank_matches_pandas_average_ranks_with_and_without_ties():
         assert np.allclose(rank(a), pd.Series(a).rank(method="average").to_numpy(dtype=float))
 
     check()
+
+
+def _spikes_with_heaps(values, ratio, floor, min_history):
+    """The former running median (two heaps), kept as the reference for the vectorised one."""
+    import heapq
+
+    low, high, out = [], [], []
+    for i, v in enumerate(values.astype(float)):
+        if i >= min_history:
+            median = -low[0] if len(low) > len(high) else (-low[0] + high[0]) / 2
+            if v > ratio * median and v > floor:
+                out.append(i)
+        if not low or v <= -low[0]:
+            heapq.heappush(low, -v)
+        else:
+            heapq.heappush(high, v)
+        if len(low) > len(high) + 1:
+            heapq.heappush(high, -heapq.heappop(low))
+        elif len(high) > len(low):
+            heapq.heappush(low, -heapq.heappop(high))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_spikes_agree_with_the_two_heap_running_median(seed):
+    from triage_agent.analysis.trends import spikes
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 400))
+    values = np.abs(rng.standard_cauchy(n)) if seed % 2 else rng.integers(0, 5, n).astype(float)  # ties too
+    for ratio, floor, history in ((3.0, 0.5, 10), (1.5, 0.0, 1), (5.0, 2.0, 50)):
+        assert spikes(values, ratio, floor, history) == _spikes_with_heaps(values, ratio, floor, history)
+
+
+def test_spikes_worked_example():
+    from triage_agent.analysis.trends import spikes
+
+    # medians before index 3: of [1, 1, 2] = 1; index 3 (10) > 3 x 1; index 4: median of [1, 1, 2, 10] = 1.5,
+    # 4 < 4.5; index 5: median of [1, 1, 2, 10, 4] = 2, 7 > 6
+    assert spikes(np.array([1.0, 1.0, 2.0, 10.0, 4.0, 7.0]), 3.0, 0.5, 3) == [3, 5]

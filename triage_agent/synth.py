@@ -8,6 +8,7 @@ and each writer maps them onto its trainer's metric names (the spec's alias tabl
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,18 +192,41 @@ WRITERS: dict[str, tuple[str, Callable[[Series], str]]] = {
 }
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _record(data: bytes) -> bytes:
+    """One TFRecord: length, its masked crc32c, the data, its masked crc32c."""
+    from triage_agent.runs.formats.tensorboard import masked_crc32c
+
+    head = struct.pack("<Q", len(data))
+    return head + struct.pack("<I", masked_crc32c(head)) + data + struct.pack("<I", masked_crc32c(data))
+
+
 def tensorboard_events(folder: Path, s: Series, trainer: str = "nemo") -> None:
-    """TensorBoard scalars (`train/<name>`), as NeMo-RL and OpenRLHF write them; needs the `tensorboard` package."""
-    import time
-
-    from tensorboard.compat.proto import event_pb2, summary_pb2
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
-
-    writer = EventFileWriter(str(folder))
+    """TensorBoard scalars (`train/<name>`), one event per step as NeMo-RL and OpenRLHF write them, encoded here
+    (Event{wall_time, step, summary{value{tag, simple_value}}}) so that the core install can write a TensorBoard
+    run; tests hold triage's reader to the `tensorboard` package's own writer and loader separately."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wall = 1_700_000_000.0
+    out = [_record(struct.pack("<Bd", 0x09, wall) + _field(3, b"brain.Event:2"))]
     for i, step in enumerate(s.steps):
-        values = [summary_pb2.Summary.Value(tag=f"train/{k}", simple_value=v) for k, v in s.row(i, trainer).items()]
-        writer.add_event(event_pb2.Event(wall_time=time.time(), step=int(step), summary=summary_pb2.Summary(value=values)))
-    writer.close()
+        values = b"".join(_field(1, _field(1, f"train/{k}".encode()) + struct.pack("<Bf", 0x15, v))
+                          for k, v in s.row(i, trainer).items())
+        event = struct.pack("<Bd", 0x09, wall + i) + bytes([0x10]) + _varint(int(step)) + _field(5, values)
+        out.append(_record(event))
+    (folder / "events.out.tfevents.1700000000.synth.1.0").write_bytes(b"".join(out))
 
 
 def write(root: Path, fmt: str, s: Series) -> Path:

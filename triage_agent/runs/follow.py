@@ -5,7 +5,7 @@
   (block scanning for a large append), so its cost follows the append, not the log's length;
 - JSON-lines outputs (verl's file logger, ms-swift's logging.jsonl, W&B's history) read only the
   appended complete lines;
-- TensorBoard event files keep their loader, which reads only the records written since;
+- TensorBoard event files keep their reader and byte offset: a pass reads only the records written since;
 - everything else (configs, trainer_state.json, tables, rollout dumps) is read again only when its
   size, mtime or inode changed.
 A file that shrank or was replaced is read again from its start.
@@ -25,6 +25,7 @@ import pandas as pd
 from triage_agent.runs import logs
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats import tensorboard as tb
+from triage_agent.runs.formats.base import Columns
 from triage_agent.runs.formats.canonical import Canonical, Incremental
 from triage_agent.runs.load import Reader
 from triage_agent.runs.model import ParseError
@@ -82,7 +83,9 @@ class Follower(Reader):
         self.read_bytes = 0  # bytes read by incremental readers in the last pass (for the benchmark)
         self.canonicals: dict[str, Incremental] = {}
 
-    def canonical(self, rel: str, rows: list[dict[str, Any]], columns: dict[str, str]) -> Canonical:
+    def canonical(self, rel: str, rows: list[dict[str, Any]] | Columns, columns: dict[str, str]) -> Canonical:
+        if isinstance(rows, Columns):  # columns are folded whole each pass: vectorised, no rows to add to
+            return super().canonical(rel, rows, columns)
         return self.canonicals.setdefault(rel, Incremental()).update(rows, columns)
 
     def _memo(self, kind: str, path: Path, rel: str, read: Any) -> Any:
@@ -106,7 +109,7 @@ class Follower(Reader):
             return self._log(path, rel)
         if follow == "lines":
             return self._appended(role, path, rel)
-        if follow == "events" and tb.available():
+        if follow == "events":
             return self._events(path, rel)
         return self._memo(role, path, rel, BY_NAME[role].read)  # type: ignore[no-any-return]
 
@@ -143,7 +146,9 @@ class Follower(Reader):
                     got = BY_NAME[role].read(part, rel)
                 errors = [replace(e, line=e.line + state.lines) if e.line is not None else e for e in got.errors]
                 old = state.got
-                state.got = FormatRead(rows=old.rows + got.rows, errors=old.errors + errors,
+                columns = (Columns.concat([c for c in (old.columns, got.columns) if c is not None])
+                           if old.columns is not None or got.columns is not None else None)
+                state.got = FormatRead(rows=old.rows + got.rows, columns=columns, errors=old.errors + errors,
                                        notes=list(dict.fromkeys(old.notes + got.notes)),
                                        eval_rows=old.eval_rows + got.eval_rows, samples=old.samples + got.samples,
                                        planned_steps=max(filter(None, (old.planned_steps, got.planned_steps)),

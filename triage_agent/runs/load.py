@@ -16,7 +16,15 @@ from triage_agent.runs import discover as disc
 from triage_agent.runs import remote, sweep
 from triage_agent.runs.configs import load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
-from triage_agent.runs.formats.canonical import Canonical, canonicalize, validation_series
+from triage_agent.runs.formats.base import Columns
+from triage_agent.runs.formats.canonical import (
+    Canonical,
+    canonicalize,
+    canonicalize_columns,
+    is_validation,
+    strip_prefix,
+    validation_series,
+)
 from triage_agent.runs.model import ConfigValue, ParseError, Round, Run, SourceFile, Table
 from triage_agent.runs.tables import normalize, read_table
 
@@ -37,7 +45,9 @@ class Reader:
     def trainer(self, role: str, path: Path, rel: str) -> FormatRead:
         return BY_NAME[role].read(path, rel)
 
-    def canonical(self, rel: str, rows: list[dict[str, Any]], columns: dict[str, str]) -> Canonical:
+    def canonical(self, rel: str, rows: list[dict[str, Any]] | Columns, columns: dict[str, str]) -> Canonical:
+        if isinstance(rows, Columns):
+            return canonicalize_columns(rows, columns)
         return canonicalize(rows, columns)
 
 
@@ -202,7 +212,7 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
 class _TrainerParts:
     """What the trainer-format files of a run gave, before it is merged into the Run."""
 
-    rows: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)
+    rows: list[tuple[str, list[dict[str, Any]] | Columns]] = field(default_factory=list)
     evals: list[dict[str, Any]] = field(default_factory=list)
     eval_source: str | None = None
     samples: list[dict[str, Any]] = field(default_factory=list)
@@ -213,6 +223,8 @@ class _TrainerParts:
     def add(self, rel: str, got: FormatRead) -> None:
         if got.rows:
             self.rows.append((rel, got.rows))
+        elif got.columns is not None and got.columns.n:
+            self.rows.append((rel, got.columns))
         if got.eval_rows:
             self.evals += got.eval_rows
             self.eval_source = self.eval_source or rel
@@ -225,7 +237,7 @@ class _TrainerParts:
 
     def attach(self, run: Run, columns: dict[str, str], reader: Reader = DIRECT) -> None:
         """The richest trainer source becomes the run's per-step metrics (and its one policy round)."""
-        best: tuple[Canonical, str, list[dict[str, Any]]] | None = None
+        best: tuple[Canonical, str, list[dict[str, Any]] | Columns] | None = None
         for rel, rows in self.rows:
             can = reader.canonical(rel, rows, columns)
             if can.frame.empty:
@@ -236,7 +248,10 @@ class _TrainerParts:
         if self.planned is not None:
             run.planned_steps = self.planned
         keys = list(dict.fromkeys([*(k for r in self.evals for k in r), *(best[0].raw_keys if best else [])]))
-        val, key = validation_series(self.evals + (best[2] if best else []), keys)
+        train = best[2] if best else []
+        if isinstance(train, Columns):  # only the rows that hold a validation key, as dicts
+            train = train.rows([k for k in train.keys if is_validation(strip_prefix(k))])
+        val, key = validation_series(self.evals + train, keys)
         if not val.empty:
             run.validation = Table(val, self.eval_source if key and key.startswith("eval_") and self.eval_source
                                    else (best[1] if best else "eval rows"))

@@ -4,10 +4,108 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from triage_agent.runs.model import LogScan, ParseError
+
+
+def number(v: Any) -> float | None:
+    """A metric value as a float: ints and floats (not bools), and the strings NaN and inf; else None."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        try:
+            return float(v)
+        except OverflowError:  # an integer past float's range is no metric
+            return None
+    if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity"):
+        return float(v.strip().lower().replace("infinity", "inf"))
+    return None
+
+
+_NUMBERS = {float, int}
+
+
+def column(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """One key's values across rows (None where a row lacks it) -> (float64 values, where each is a number)."""
+    kinds = set(map(type, values))
+    if kinds <= _NUMBERS | {type(None)}:
+        try:
+            out = np.array(values, dtype=np.float64)  # None becomes NaN; `present` tells the two apart
+        except OverflowError:
+            pass
+        else:
+            has = np.ones(len(values), dtype=bool) if kinds <= _NUMBERS else np.fromiter(
+                (v is not None for v in values), dtype=bool, count=len(values))
+            return out, has
+    nums = [number(v) for v in values]
+    has = np.fromiter((v is not None for v in nums), dtype=bool, count=len(nums))
+    return np.array([np.nan if v is None else v for v in nums], dtype=np.float64), has
+
+
+@dataclass
+class Columns:
+    """Per-step metric rows held as columns (a large file's rows without a Python dict per row).
+
+    `keys` are every raw key in order of first appearance (whatever its values); `values[k]` holds key k's
+    numbers as float64 and `present[k]` marks the rows where k held a number (bools are not numbers; the
+    strings NaN and inf are). A key that never held a number has no entry in `values`. Rows that
+    `canonicalize` would see as dicts are `{k: values[k][i] for k where present[k][i]}` (`rows()`).
+    """
+
+    n: int
+    keys: list[str]
+    values: dict[str, np.ndarray]
+    present: dict[str, np.ndarray]
+
+    def rows(self, keys: list[str] | None = None) -> list[dict[str, Any]]:
+        """The rows as dicts, limited to `keys` (and the step) when given: only rows holding one of them."""
+        want = [k for k in (self.keys if keys is None else keys) if k in self.values]
+        if keys is not None:
+            if not want:
+                return []
+            mask = np.logical_or.reduce([self.present[k] for k in want])
+            want = ["step", *[k for k in want if k != "step"]] if "step" in self.values else want
+        else:
+            mask = np.ones(self.n, dtype=bool)
+        cols = [(k, self.values[k].tolist(), self.present[k]) for k in want]
+        return [{k: vals[i] for k, vals, has in cols if has[i]} for i in np.flatnonzero(mask).tolist()]
+
+    @staticmethod
+    def from_rows(rows: list[dict[str, Any]]) -> Columns:
+        if not rows:
+            return Columns(0, [], {}, {})
+        keys = list(rows[0])
+        if set().union(*rows) != set(keys):  # keys that appear later: their order of first appearance
+            keys = list(dict.fromkeys(k for r in rows for k in r))
+        values: dict[str, np.ndarray] = {}
+        present: dict[str, np.ndarray] = {}
+        for k in keys:
+            try:
+                got = list(map(itemgetter(k), rows))  # a key every row holds (most): no Python loop
+            except KeyError:
+                got = [r.get(k) for r in rows]
+            vals, has = column(got)
+            if has.any():
+                values[k], present[k] = vals, has
+        return Columns(len(rows), keys, values, present)
+
+    @staticmethod
+    def concat(parts: list[Columns]) -> Columns:
+        parts = [p for p in parts if p.n]
+        if len(parts) <= 1:
+            return parts[0] if parts else Columns(0, [], {}, {})
+        keys = list(dict.fromkeys(k for p in parts for k in p.keys))
+        numeric = [k for k in keys if any(k in p.values for p in parts)]
+        values = {k: np.concatenate([p.values[k] if k in p.values else np.full(p.n, np.nan) for p in parts])
+                  for k in numeric}
+        present = {k: np.concatenate([p.present[k] if k in p.present else np.zeros(p.n, dtype=bool) for p in parts])
+                   for k in numeric}
+        return Columns(sum(p.n for p in parts), keys, values, present)
 
 
 @dataclass
@@ -15,6 +113,7 @@ class FormatRead:
     """What one file gave: per-step metric rows (raw names, `step` included), a log scan, errors, notes."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
+    columns: Columns | None = None  # the rows as columns, from readers of large files (then `rows` is empty)
     errors: list[ParseError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     log: LogScan | None = None

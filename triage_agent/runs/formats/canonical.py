@@ -14,7 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
+
+from triage_agent.runs.formats.base import Columns
+from triage_agent.runs.formats.base import number as _number
 
 # canonical -> names, first match wins. Sources: TRL GRPOTrainer._metrics, verl metric_utils.py,
 # OpenRLHF ppo_trainer status dict, NeMo-RL grpo.py metrics, ms-swift GRPO logs (see the spec's table).
@@ -87,30 +91,16 @@ class Canonical:
     plan: tuple[str, dict[str, str], list[str | None], dict[str, set[int]]] | None = field(default=None, repr=False)
 
 
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity"):
-        return float(v.strip().lower().replace("infinity", "inf"))
-    return None
-
-
-def canonicalize(rows: list[dict[str, Any]], columns: Mapping[str, str] | None = None) -> Canonical:
-    """Raw trainer rows (each with `step`) -> the canonical frame. Later rows of one step override earlier ones."""
-    if not rows:
-        return Canonical(pd.DataFrame())
-    keys: dict[str, None] = {}
-    for row in rows:
-        for k in row:
-            keys.setdefault(k, None)
+def _plan(keys: dict[str, None], columns: Mapping[str, str] | None
+          ) -> tuple[dict[str, str], dict[str, str], list[str | None]] | None:
+    """Raw keys (in order of first appearance) -> (stripped name -> raw key, output column -> raw key, the
+    zero-std parts), or None when no key is a step."""
     stripped = {k: strip_prefix(k) for k in keys}
     present: dict[str, str] = {}  # stripped name -> raw key (first wins)
     for raw, name in stripped.items():
         present.setdefault(name, raw)
     if "step" not in present:
-        return Canonical(pd.DataFrame(), raw_keys=list(keys))
+        return None
     chosen: dict[str, str] = {}  # output column -> raw key
     for canon, file_name in (columns or {}).items():
         mapped = present.get(strip_prefix(file_name)) or (file_name if file_name in keys else None)
@@ -136,15 +126,104 @@ def canonicalize(rows: list[dict[str, Any]], columns: Mapping[str, str] | None =
             continue
         chosen.setdefault(name, raw)
         extra += 1
-    parts = [present.get(p) for p in ZERO_STD_PARTS]
-    nonfinite: dict[str, set[int]] = {}
-    frame = _frame(_fold(rows, present["step"], chosen, parts, nonfinite))
+    return present, chosen, [present.get(p) for p in ZERO_STD_PARTS]
+
+
+def _canonical(frame: pd.DataFrame, present: dict[str, str], chosen: dict[str, str], parts: list[str | None],
+               nonfinite: dict[str, set[int]], keys: list[str]) -> Canonical:
     sources = {c: r for c, r in chosen.items() if c in frame.columns}
     if "zero_std_share" in frame.columns and "zero_std_share" not in sources:
         sources["zero_std_share"] = " + ".join(p for p in parts if p)
-    can = Canonical(frame, sources, {c: (min(v), len(v)) for c, v in nonfinite.items()}, list(keys))
+    can = Canonical(frame, sources, {c: (min(v), len(v)) for c, v in nonfinite.items()}, keys)
     can.plan = (present["step"], chosen, parts, nonfinite)
     return can
+
+
+def canonicalize(rows: list[dict[str, Any]], columns: Mapping[str, str] | None = None) -> Canonical:
+    """Raw trainer rows (each with `step`) -> the canonical frame. Later rows of one step override earlier ones."""
+    if not rows:
+        return Canonical(pd.DataFrame())
+    keys: dict[str, None] = {}
+    for row in rows:
+        for k in row:
+            keys.setdefault(k, None)
+    plan = _plan(keys, columns)
+    if plan is None:
+        return Canonical(pd.DataFrame(), raw_keys=list(keys))
+    present, chosen, parts = plan
+    nonfinite: dict[str, set[int]] = {}
+    frame = _frame(_fold(rows, present["step"], chosen, parts, nonfinite))
+    return _canonical(frame, present, chosen, parts, nonfinite, list(keys))
+
+
+MAX_STEP = 2**62  # steps beyond this are not steps (the columns hold them as int64)
+
+
+def canonicalize_columns(cols: Columns, columns: Mapping[str, str] | None = None) -> Canonical:
+    """`canonicalize` over rows held as columns, with the same result (a property test holds them equal):
+    per column, the last value of each step wins; columns ordered as the row path's dicts order them."""
+    if not cols.n:
+        return Canonical(pd.DataFrame())
+    keys = dict.fromkeys(cols.keys)
+    plan = _plan(keys, columns)
+    if plan is None:
+        return Canonical(pd.DataFrame(), raw_keys=list(keys))
+    present, chosen, parts = plan
+    step_key = present["step"]
+    raw_step = cols.values.get(step_key)
+    if raw_step is None:
+        return _canonical(pd.DataFrame({"step": np.zeros(0, dtype="int64")}), present, chosen, parts, {}, list(keys))
+    with np.errstate(invalid="ignore"):
+        valid = cols.present[step_key] & np.isfinite(raw_step) & (np.abs(raw_step) < MAX_STEP)
+    rows = np.flatnonzero(valid)
+    steps = np.trunc(raw_step[rows]).astype("int64")  # int() of a float step, as the row path takes it
+    uniq, first = np.unique(steps, return_index=True)
+    # the row path's dict for a step is made at the step's first row: its rank orders the columns
+    first_row_of_step = rows[first][np.searchsorted(uniq, steps)]
+    out: dict[str, np.ndarray] = {}
+    order: dict[str, tuple[int, int, int]] = {}
+    nonfinite: dict[str, set[int]] = {}
+
+    def put(col: str, has: np.ndarray, vals: np.ndarray, rank: int) -> None:
+        at = np.flatnonzero(has[rows])
+        if not len(at):
+            return
+        st = steps[at]
+        last = at[np.r_[st[1:] != st[:-1], True]] if _sorted(st) else _last_per_step(at, st)
+        col_out = np.full(len(uniq), np.nan)
+        col_out[np.searchsorted(uniq, steps[last])] = vals[rows[last]]
+        out[col] = col_out
+        firsts = first_row_of_step[at]
+        lo = int(firsts.min())
+        order[col] = (lo, int(rows[at[firsts == lo]].min()), rank)
+
+    for rank, (col, raw) in enumerate(chosen.items()):
+        if raw not in cols.values:
+            continue
+        vals, has = cols.values[raw], cols.present[raw]
+        put(col, has, vals, rank)
+        with np.errstate(invalid="ignore"):
+            bad = has[rows] & ~np.isfinite(vals[rows])
+        if bad.any():
+            nonfinite[col] = set(steps[bad].tolist())
+    if "zero_std_share" not in chosen and all(p is not None and p in cols.values for p in parts):
+        a, b = (str(p) for p in parts)
+        with np.errstate(invalid="ignore"):  # inf + -inf
+            total = cols.values[a] + cols.values[b]
+        put("zero_std_share", cols.present[a] & cols.present[b], total, len(chosen))
+    frame = pd.DataFrame({"step": uniq, **{c: out[c] for c in sorted(out, key=order.__getitem__)}})
+    return _canonical(frame, present, chosen, parts, nonfinite, list(keys))
+
+
+def _sorted(a: np.ndarray) -> bool:
+    return bool(len(a) < 2 or (a[1:] >= a[:-1]).all())
+
+
+def _last_per_step(at: np.ndarray, st: np.ndarray) -> np.ndarray:
+    """The last of the positions `at` (in row order) for each distinct step in `st`."""
+    order = np.lexsort((at, st))
+    s = st[order]
+    return at[order][np.r_[s[1:] != s[:-1], True]]
 
 
 def _fold(rows: list[dict[str, Any]], step_key: str, chosen: dict[str, str], parts: list[str | None],

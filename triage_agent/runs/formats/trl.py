@@ -1,44 +1,243 @@
-"""TRL / HF Trainer `trainer_state.json` (any file of that shape): `log_history` rows."""
+"""TRL / HF Trainer `trainer_state.json` (any file of that shape): `log_history` rows.
+
+A long run's state file is large (200,000 logged steps are ~100 MB) and mostly `log_history`. It is read
+without a Python dict per row kept: a NumPy pass over the bytes finds where each `log_history` entry starts
+and ends (brackets outside strings), then entries are parsed a batch at a time with orjson and turned
+into columns (`Columns`). The rest of the document (global_step, max_steps, ...) is parsed on its own.
+A document of any other shape (entries that are not objects, no `log_history` at the top) is parsed whole.
+Bounds: MAX_BYTES for the file (safejson), orjson's nesting limit (1,024) per entry; a batch orjson
+refuses (NaN and Infinity, which json.dumps writes for a diverged loss) is parsed by the standard
+library's json; an entry neither reads is a ParseError at its line.
+"""
 
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import orjson
+
 from triage_agent import safejson
-from triage_agent.runs.formats.base import Format, FormatRead, head_bytes
+from triage_agent.runs.formats.base import Columns, Format, FormatRead, head_bytes
 from triage_agent.runs.model import ParseError
 
 SUMMARY_KEYS = ("train_runtime", "train_loss", "total_flos")
+BATCH = 4096  # entries parsed at a time: their dicts live only while one batch becomes columns
+WINDOW = 8 << 20  # bytes scanned by NumPy at a time (its temporaries are a few arrays of this many bools)
 
 
-def read_trainer_state(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any],
+_UNREAD = object()  # an entry that did not parse (already reported)
+
+
+class _Shape(Exception):
+    """The document is not the common shape: read it whole instead."""
+
+
+def read_trainer_state(path: Path, rel: str) -> tuple[Columns, list[dict[str, Any]], dict[str, Any],
                                                        list[ParseError]]:
-    """Returns (train rows, eval rows, state header, errors). The final summary row is left out."""
+    """Returns (train rows as columns, eval rows, state header, errors). The final summary row is left out."""
     try:
-        doc = safejson.load_file(path)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        return [], [], {}, [ParseError(rel, line, f"unreadable trainer state: {getattr(exc, 'msg', exc)}")]
-    history = doc.get("log_history") if isinstance(doc, dict) else None
-    if not isinstance(history, list):
-        return [], [], {}, [ParseError(rel, None, "no log_history list")]
-    train: list[dict[str, Any]] = []
-    evals: list[dict[str, Any]] = []
+        size = path.stat().st_size
+        if size > safejson.MAX_BYTES:
+            raise OSError(f"{size / 1e6:.0f} MB is more than the {safejson.MAX_BYTES / 1e6:.0f} MB read as one "
+                          "JSON document")
+        data = path.read_bytes()
+    except OSError as exc:
+        return Columns(0, [], {}, {}), [], {}, [ParseError(rel, None, f"unreadable trainer state: {exc}")]
+    try:
+        spans, header = _entries(data)
+    except _Shape:
+        return _whole(data, rel)
     errors: list[ParseError] = []
-    for i, row in enumerate(history):
+    train: list[Columns] = []
+    evals: list[dict[str, Any]] = []
+    for lo in range(0, len(spans), BATCH):
+        batch = spans[lo:lo + BATCH]
+        rows = _parse(data, batch, rel, errors)
+        kept = _split(rows, lo, evals, errors, rel)
+        if kept:
+            train.append(Columns.from_rows(kept))
+    return Columns.concat(train), evals, header, errors
+
+
+def _entries(data: bytes) -> tuple[list[tuple[int, int]], dict[str, Any]]:
+    """The (start, end) byte span of each `log_history` entry, and the document without `log_history`
+    parsed. Raises _Shape when the document is not an object whose `log_history` holds only objects."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    inside = False  # in a string at the window's start
+    depth = 0
+    history: tuple[int, int] | None = None  # the array's '[' and ']'
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    for lo in range(0, len(arr), WINDOW):
+        w = arr[lo:lo + WINDOW]
+        quotes = np.flatnonzero(w == 0x22) + lo
+        if len(quotes):
+            escaped = arr[np.maximum(quotes - 1, 0)] == 0x5C
+            if escaped.any():  # a quote after backslashes: escaped when they are odd in number
+                keep = np.ones(len(quotes), dtype=bool)
+                for i in np.flatnonzero(escaped).tolist():
+                    q, n = int(quotes[i]), 0
+                    while q - n - 1 >= 0 and data[q - n - 1] == 0x5C:
+                        n += 1
+                    keep[i] = n % 2 == 0
+                quotes = quotes[keep]
+        opens = (w == 0x7B) | (w == 0x5B)
+        brackets = np.flatnonzero(opens | (w == 0x7D) | (w == 0x5D)) + lo
+        # a bracket is in a string when an odd number of quotes (after the window's start state) precede it
+        in_string = (np.searchsorted(quotes, brackets) + inside) % 2 == 1
+        brackets = brackets[~in_string]
+        delta = np.where(opens[brackets - lo], 1, -1)
+        after = depth + np.cumsum(delta)
+        before = after - delta
+        if history is None:
+            tops = np.flatnonzero((before == 1) & (delta == 1) & (arr[brackets] == ord("[")))
+            for t in tops.tolist():
+                if _key_before(data, int(brackets[t])) == b"log_history":
+                    history = (int(brackets[t]), -1)
+                    break
+        if history is not None and history[1] < 0:
+            ours = brackets > history[0]
+            close = np.flatnonzero(ours & (after == 1))
+            stop = int(brackets[close[0]]) if len(close) else None
+            region = ours if stop is None else ours & (brackets < stop)
+            starts.append(brackets[region & (before == 2) & (delta == 1)])
+            ends.append(brackets[region & (after == 2) & (delta == -1)])
+            if stop is not None:
+                history = (history[0], stop)
+        if len(after):
+            depth = int(after[-1])
+        inside = (inside + len(quotes)) % 2 == 1
+    if history is None or history[1] < 0 or depth != 0 or inside or not data[:4096].lstrip().startswith(b"{"):
+        raise _Shape
+    s = np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)
+    e = np.concatenate(ends) if ends else np.zeros(0, dtype=np.int64)
+    if len(s) != len(e) or (len(s) and (arr[s] != ord("{")).any()) or (len(e) and (arr[e] != ord("}")).any()):
+        raise _Shape  # an array entry in log_history
+    spans = list(zip(s.tolist(), (e + 1).tolist()))
+    if not _only_commas_between(data, arr, history, s, e):
+        raise _Shape  # a number, string or null entry, or entries without a comma: the other path
+    try:
+        header = _loads(data[:history[0]] + b"[]" + data[history[1] + 1:])
+    except ValueError:
+        raise _Shape from None
+    if not isinstance(header, dict):
+        raise _Shape
+    header.pop("log_history", None)
+    return spans, header
+
+
+def _only_commas_between(data: bytes, arr: np.ndarray, history: tuple[int, int], s: np.ndarray, e: np.ndarray
+                         ) -> bool:
+    """Whether the array holds nothing but its entries: blanks around them and one comma between each two.
+    The gaps between entries are checked a length at a time (a file indented alike has one or two lengths)."""
+    if not len(s):
+        return not data[history[0] + 1:history[1]].strip()
+    if data[history[0] + 1:int(s[0])].strip() or data[int(e[-1]) + 1:history[1]].strip():
+        return False
+    lo, hi = e[:-1] + 1, s[1:]
+    sizes = hi - lo
+    for size in np.unique(sizes).tolist():
+        at = lo[sizes == size]
+        first = data[int(at[0]):int(at[0]) + size]
+        if first.strip() != b",":
+            return False
+        if len(at) > 1:  # every other gap of this length must be the same bytes
+            same = np.ones(len(at), dtype=bool)
+            for j, byte in enumerate(first):
+                same &= arr[at + j] == byte
+            if not same.all():
+                for a in at[~same].tolist():  # other blanks around the comma are fine too
+                    if data[a:a + size].strip() != b",":
+                        return False
+    return True
+
+
+def _key_before(data: bytes, pos: int) -> bytes | None:
+    """The object key just before the value that starts at `pos` (`"key" : [`), if it is a plain key."""
+    head = data[max(0, pos - 256):pos].rstrip()
+    if not head.endswith(b":"):
+        return None
+    head = head[:-1].rstrip()
+    if not head.endswith(b'"'):
+        return None
+    start = head.rfind(b'"', 0, len(head) - 1)
+    return head[start + 1:-1] if start >= 0 else None
+
+
+def _loads(data: bytes) -> Any:
+    """orjson first; the standard library for what only it reads (NaN, Infinity, integers past 64 bits)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return safejson.loads(data)
+
+
+def _parse(data: bytes, batch: list[tuple[int, int]], rel: str, errors: list[ParseError]) -> list[Any]:
+    """The batch's entries parsed (_UNREAD for an entry that does not parse, reported at its line)."""
+    try:
+        out = _loads(b"[" + data[batch[0][0]:batch[-1][1]] + b"]")
+        if isinstance(out, list) and len(out) == len(batch):
+            return out
+    except ValueError:  # JSONDecodeError, and the int-digits limit the standard library raises as ValueError
+        pass
+    rows: list[Any] = []
+    for a, b in batch:  # one at a time, to find the bad ones
+        try:
+            rows.append(_loads(data[a:b]))
+        except ValueError as exc:
+            errors.append(ParseError(rel, data.count(b"\n", 0, a) + 1,
+                                     f"unreadable log_history entry: {getattr(exc, 'msg', exc)}"[:200]))
+            rows.append(_UNREAD)
+    return rows
+
+
+def _split(rows: list[Any], first: int, evals: list[dict[str, Any]], errors: list[ParseError], rel: str
+           ) -> list[dict[str, Any]]:
+    """Training rows; eval rows go to `evals`, the final summary row is dropped, a row without a step is an error."""
+    try:
+        keys: set[str] = set().union(*rows)
+        for _ in map(itemgetter("step"), rows):  # every row a dict with a step (a KeyError or TypeError if not)
+            pass
+    except (KeyError, TypeError):
+        pass
+    else:
+        if not any(k.startswith("eval_") or k in SUMMARY_KEYS for k in keys):
+            return rows  # the common batch: every row is a training row
+    train: list[dict[str, Any]] = []
+    for i, row in enumerate(rows, start=first):
+        if row is _UNREAD:
+            continue
         if not isinstance(row, dict) or "step" not in row:
             errors.append(ParseError(rel, None, f"log_history[{i}] has no step"))
+        elif any(k in row for k in SUMMARY_KEYS):
             continue
-        if any(k in row for k in SUMMARY_KEYS):
-            continue
-        if any(k.startswith("eval_") for k in row):
+        elif any(k.startswith("eval_") for k in row):
             evals.append(row)
         else:
             train.append(row)
+    return train
+
+
+def _whole(data: bytes, rel: str) -> tuple[Columns, list[dict[str, Any]], dict[str, Any], list[ParseError]]:
+    """Any other document: parsed whole (bounded by MAX_BYTES and the parsers' nesting limits)."""
+    try:
+        doc = _loads(data)
+    except (UnicodeDecodeError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        return Columns(0, [], {}, {}), [], {}, [ParseError(rel, line, f"unreadable trainer state: "
+                                                          f"{getattr(exc, 'msg', exc)}"[:200])]
+    history = doc.get("log_history") if isinstance(doc, dict) else None
+    if not isinstance(history, list):
+        return Columns(0, [], {}, {}), [], {}, [ParseError(rel, None, "no log_history list")]
+    errors: list[ParseError] = []
+    evals: list[dict[str, Any]] = []
+    train = _split(history, 0, evals, errors, rel)
     header = {k: v for k, v in doc.items() if k != "log_history"}
-    return train, evals, header, errors
+    return Columns.from_rows(train), evals, header, errors
 
 
 def _sniff(path: Path, rel: str) -> bool:
@@ -60,7 +259,7 @@ def _read(path: Path, rel: str) -> FormatRead:
     train, evals, header, errors = read_trainer_state(path, rel)
     notes = [f"{rel}: {len(evals)} eval rows (eval_*) kept apart from training rows"] if evals else []
     planned = header.get("max_steps")
-    return FormatRead(rows=train, errors=errors, notes=notes, eval_rows=evals, trainer="trl",
+    return FormatRead(columns=train, errors=errors, notes=notes, eval_rows=evals, trainer="trl",
                       planned_steps=planned if isinstance(planned, int) and planned > 0 else None)
 
 

@@ -1,0 +1,154 @@
+"""Large trainer_state.json and W&B history files read as columns: the same rows the standard library's json
+gives, in any layout, with bad entries located and nothing raised."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from triage_agent.runs.formats import trl
+from triage_agent.runs.formats.base import Columns
+
+
+def reference(doc: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int]]:
+    """The former reader's split of a parsed document: (train rows, eval rows, indexes of rows without a step)."""
+    train, evals, bad = [], [], []
+    for i, row in enumerate(doc["log_history"]):
+        if not isinstance(row, dict) or "step" not in row:
+            bad.append(i)
+        elif any(k in row for k in trl.SUMMARY_KEYS):
+            continue
+        elif any(k.startswith("eval_") for k in row):
+            evals.append(row)
+        else:
+            train.append(row)
+    return train, evals, bad
+
+
+def same_columns(a: Columns, b: Columns) -> bool:
+    return (a.n, a.keys, set(a.values)) == (b.n, b.keys, set(b.values)) and all(
+        np.array_equal(a.values[k], b.values[k], equal_nan=True) and np.array_equal(a.present[k], b.present[k])
+        for k in a.values)
+
+
+def history(n: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for s in range(1, n + 1):
+        rows.append({"loss": 1.0 / s, "grad_norm": 0.5, "learning_rate": 1e-6, "reward": 0.01 * s,
+                     "note": 'a "quoted" }{ ] [ string \\', "nested": {"list": [1, [2, {"x": "]"}]]},
+                     "step": s, "epoch": s / n})
+        if s % 7 == 0:
+            rows.append({"eval_loss": 0.3, "eval_reward": 0.2 * s, "step": s, "epoch": s / n})
+    rows.append({"train_runtime": 12.0, "train_loss": 0.4, "total_flos": 1e12, "step": n})
+    return rows
+
+
+def document(rows: list[Any]) -> dict[str, Any]:
+    return {"best_metric": None, "trial_name": "log_history", "global_step": len(rows), "max_steps": 200,
+            "stateful_callbacks": {"TrainerControl": {"args": {"should_save": True}, "list": [[{}], []]}},
+            "log_history": rows, "logging_steps": 1, "train_batch_size": [8]}
+
+
+@pytest.mark.parametrize("indent", [None, 1, 2, "\t"])
+@pytest.mark.parametrize("n", [0, 1, 5000, 9000])  # 9000 rows span three parse batches
+def test_rows_equal_the_standard_librarys(tmp_path, indent, n):
+    doc = document(history(n))
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps(doc, indent=indent))
+    cols, evals, header, errors = trl.read_trainer_state(path, "s")
+    train, want_evals, bad = reference(doc)
+    assert errors == [] and bad == []
+    assert same_columns(cols, Columns.from_rows(train))
+    assert cols.n == n and evals == want_evals and len(evals) == n // 7
+    assert header == {k: v for k, v in doc.items() if k != "log_history"}
+    if n:
+        assert cols.values["reward"][:3].tolist() == [0.01, 0.02, 0.03][:n]
+        assert "note" not in cols.values and "nested" not in cols.values and "note" in cols.keys
+
+
+def test_nan_and_infinity_literals_as_json_dumps_writes_them(tmp_path):
+    rows = [{"loss": 0.5, "step": 1}, {"loss": float("nan"), "grad_norm": float("inf"), "step": 2},
+            {"loss": 0.1, "step": 3}]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps(document(rows), indent=2))  # NaN and Infinity, which orjson refuses
+    cols, _, _, errors = trl.read_trainer_state(path, "s")
+    assert errors == []
+    loss = cols.values["loss"].tolist()
+    assert loss[0] == 0.5 and math.isnan(loss[1]) and loss[2] == 0.1 and cols.present["loss"].all()
+    assert cols.values["grad_norm"][1] == math.inf and cols.present["grad_norm"].tolist() == [False, True, False]
+
+
+def test_odd_entries_take_the_whole_document_path_with_the_same_rows(tmp_path):
+    rows: list[Any] = [{"step": 1, "loss": 0.5}, 7, None, "x", [1, 2], {"loss": 0.2}, {"step": 2, "loss": True}]
+    doc = document(rows)
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps(doc, indent=1))
+    cols, _, _, errors = trl.read_trainer_state(path, "s")
+    train, _, bad = reference(doc)
+    assert bad == [1, 2, 3, 4, 5]
+    assert [e.message for e in errors] == [f"log_history[{i}] has no step" for i in bad]
+    assert same_columns(cols, Columns.from_rows(train))
+    assert cols.values["loss"].tolist()[0] == 0.5 and cols.present["loss"].tolist() == [True, False]
+
+
+def test_a_bad_entry_is_located_and_the_rest_are_read(tmp_path):
+    text = json.dumps(document(history(30)), indent=1)
+    big_int = "9" * 5000  # more digits than Python's int parser takes; orjson refuses it too
+    text = text.replace('"loss": 0.1,', f'"loss": {big_int},', 1)  # the 10th row's loss
+    path = tmp_path / "trainer_state.json"
+    path.write_text(text)
+    cols, _, _, errors = trl.read_trainer_state(path, "s")
+    (err,) = errors
+    line_of_loss = text[:text.index(big_int)].count("\n") + 1
+    assert err.line is not None and text.splitlines()[err.line - 1].strip() == "{" and err.line < line_of_loss
+    assert cols.n == 29 and 10 not in cols.values["step"].tolist()
+
+
+@pytest.mark.parametrize("text", [
+    '{"log_history": [' + "[" * 5000 + "]" * 5000 + "]}",  # deeper than either parser goes
+    '{"log_history": [{"step": 1, "x": ' + "[" * 5000 + "]" * 5000 + "}]}",
+    '{"log_history": [{"step": 1, "loss": 0.5}, {"step": 2',  # cut off
+    '{"log_history": [{"step": 1}]',
+    '{"log_history": [{"step": 1}] "more"}',
+    '{"log_history": [{"step": 1} {"step": 2}]}',
+    '["log_history"]',
+    "\ufeff{}",
+    "",
+    '{"log_history": [{"step": 1, "a": "\\ud800"}]}',
+])
+def test_malformed_documents_are_errors_not_exceptions(tmp_path, text):
+    path = tmp_path / "trainer_state.json"
+    path.write_text(text)
+    cols, _, _, errors = trl.read_trainer_state(path, "s")
+    if text == '{"log_history": [{"step": 1, "a": "\\ud800"}]}':
+        return  # a lone surrogate escape: read or refused, either way no exception
+    assert errors and cols.n <= 1
+
+
+def test_the_size_cap_holds(tmp_path, monkeypatch):
+    from triage_agent import safejson
+
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps(document(history(10))))
+    monkeypatch.setattr(safejson, "MAX_BYTES", 100)
+    cols, _, _, errors = trl.read_trainer_state(path, "s")
+    assert cols.n == 0 and "MB read as one JSON document" in errors[0].message
+
+
+def test_inspect_reads_a_state_file_as_before(make_run):
+    from triage_agent.commands.inspect import inspect
+    from triage_agent.runs.formats.canonical import canonicalize
+
+    rows = [{"step": s, "loss": 0.1, "entropy": 1.0 - s / 100, "reward": s / 50} for s in range(1, 61)]
+    rows += [{"step": 60, "eval_reward": 0.7}]
+    root = make_run({"checkpoint-60/trainer_state.json": document(rows)})
+    rep = inspect(root)
+    want = canonicalize([r for r in rows if "eval_reward" not in r]).frame
+    assert rep.run.metrics.frame.equals(want)
+    assert rep.run.validation is not None and rep.run.validation.frame["validation"].tolist() == [0.7]
+
+

@@ -1,0 +1,63 @@
+"""Rows held as columns (large trainer files) give the same canonical frame as the same rows as dicts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from triage_agent.runs.formats.base import Columns
+from triage_agent.runs.formats.canonical import canonicalize, canonicalize_columns
+
+KEYS = ["step", "reward", "train/kl", "entropy", "baseline_reward/pct_0", "baseline_reward/pct_1",
+        "rewards/fmt/mean", "rewards/acc", "custom/x", "eval_reward", "epoch"]
+VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6), st.booleans(),
+                   st.none(), st.sampled_from(["nan", "inf", "-Infinity", "x", ""]), st.just(10**400))
+STEPS = st.one_of(st.integers(-3, 12), st.floats(-3, 12), st.just(float("nan")), st.just("7"), st.none())
+
+
+@st.composite
+def rows(draw: st.DrawFn) -> list[dict[str, object]]:
+    out = []
+    for _ in range(draw(st.integers(0, 25))):
+        keys = draw(st.lists(st.sampled_from(KEYS[1:]), unique=True, max_size=6))
+        row: dict[str, object] = {k: draw(VALUES) for k in keys}
+        if draw(st.integers(0, 9)):
+            row = {"step": draw(STEPS), **row} if draw(st.booleans()) else {**row, "step": draw(STEPS)}
+        out.append(row)
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(rows(), st.sampled_from([None, {"reward": "custom/x"}, {"kl": "entropy"}]))
+def test_columns_and_rows_give_the_same_canonical_frame(data, mapping):
+    want = canonicalize(data, mapping)
+    got = canonicalize_columns(Columns.from_rows(data), mapping)
+    pd.testing.assert_frame_equal(got.frame, want.frame, check_dtype=not want.frame.empty, check_index_type=False)
+    assert (got.sources, got.nonfinite, got.raw_keys) == (want.sources, want.nonfinite, want.raw_keys)
+
+
+def test_a_worked_example():
+    # step 2 is logged twice: its later row overrides reward only; kl keeps the first row's value
+    data = [{"step": 1, "reward": 0.5}, {"step": 2, "reward": 0.1, "kl": 0.3}, {"step": 2, "reward": float("nan")},
+            {"step": 3.9, "kl": True, "reward": "inf"}, {"reward": 9.0}]
+    can = canonicalize_columns(Columns.from_rows(data))
+    assert can.frame["step"].tolist() == [1, 2, 3]
+    assert can.frame.columns.tolist() == ["step", "reward", "kl"]
+    r = can.frame["reward"].tolist()
+    assert r[0] == 0.5 and math.isnan(r[1]) and r[2] == math.inf
+    assert np.array_equal(can.frame["kl"].to_numpy(), [np.nan, 0.3, np.nan], equal_nan=True)
+    assert can.nonfinite == {"reward": (2, 2)}
+
+
+def test_rows_back_from_columns():
+    data = [{"step": 1, "a": 1.5, "s": "text"}, {"step": 2, "b": True}, {"step": 3, "b": 4}]
+    cols = Columns.from_rows(data)
+    assert cols.keys == ["step", "a", "s", "b"]
+    assert cols.rows() == [{"step": 1.0, "a": 1.5}, {"step": 2.0}, {"step": 3.0, "b": 4.0}]
+    assert cols.rows(["b"]) == [{"step": 3.0, "b": 4.0}]
+    both = Columns.concat([cols, Columns.from_rows([{"step": 4, "c": 1}])])
+    assert both.n == 4 and both.rows(["c"]) == [{"step": 4.0, "c": 1.0}]

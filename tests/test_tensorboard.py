@@ -1,0 +1,265 @@
+"""triage's own TensorBoard event reader, pinned to tensorboard's `EventFileLoader` on files written by
+tensorboard's `EventFileWriter`, and held to its framing rules on cut, corrupt and random files."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from triage_agent.runs.formats import tensorboard as tb
+
+pytest.importorskip("tensorboard")
+from tensorboard.backend.event_processing.event_file_loader import EventFileLoader  # noqa: E402
+from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2  # noqa: E402
+from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
+from tensorboard.util import tensor_util  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def official(path: Path) -> dict[int, dict[str, float]]:
+    """Scalars by step as tensorboard's own loader and tensor_util read them (the reader this one replaced)."""
+    out: dict[int, dict[str, float]] = {}
+    for ev in EventFileLoader(str(path)).Load():
+        for v in ev.summary.value:
+            kind = v.WhichOneof("value")
+            if kind == "simple_value":
+                x = float(v.simple_value)
+            elif kind == "tensor":
+                arr = tensor_util.make_ndarray(v.tensor)
+                if arr.size != 1 or arr.dtype.kind not in "fiu":
+                    continue
+                x = float(arr.reshape(-1)[0])
+            else:
+                continue
+            out.setdefault(int(ev.step), {})[v.tag] = x
+    return out
+
+
+def ours(path: Path) -> tuple[dict[int, dict[str, float]], list[Any]]:
+    rows, errors = tb.read_events(path, "ev")
+    return {r.pop("step"): r for r in rows}, errors
+
+
+def write(folder: Path, events: list[event_pb2.Event]) -> Path:
+    writer = EventFileWriter(str(folder))
+    for ev in events:
+        writer.add_event(ev)
+    writer.close()
+    (path,) = folder.iterdir()
+    return path
+
+
+def scalar_events(steps: int, tags: list[str], seed: int = 0) -> list[event_pb2.Event]:
+    """One event per scalar, as torch's SummaryWriter.add_scalar and tf.summary write them."""
+    rng = np.random.default_rng(seed)
+    return [event_pb2.Event(wall_time=1.7e9 + s, step=s, summary=summary_pb2.Summary(value=[
+        summary_pb2.Summary.Value(tag=tag, simple_value=float(rng.normal()))])) for s in range(steps) for tag in tags]
+
+
+def tensor(dtype: int, shape: list[int], **fields: Any) -> tensor_pb2.TensorProto:
+    dims = [tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in shape]
+    return tensor_pb2.TensorProto(dtype=dtype, tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=dims), **fields)
+
+
+def mixed_events() -> list[event_pb2.Event]:
+    """Several values per event, tensor scalars of every kind, and values that are not scalars at all."""
+    rng = np.random.default_rng(1)
+    scalars_meta = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+    out = [event_pb2.Event(wall_time=1.0, file_version="brain.Event:2"),
+           event_pb2.Event(wall_time=1.0, step=0, graph_def=b"\x0a\x03abc")]
+    for s in range(-3, 300, 7):
+        x = float(rng.normal())
+        values = [
+            summary_pb2.Summary.Value(tag="simple", simple_value=x),
+            # torch's new_style scalar: a float tensor with float_val and the scalars plugin
+            summary_pb2.Summary.Value(tag="torch_new_style", metadata=scalars_meta,
+                                      tensor=tensor(types_pb2.DT_FLOAT, [], float_val=[x * 3])),
+            summary_pb2.Summary.Value(tag="tf2_content", tensor=tensor_util.make_tensor_proto(np.float32(x / 7))),
+            summary_pb2.Summary.Value(tag="double", tensor=tensor(types_pb2.DT_DOUBLE, [], double_val=[x / 3])),
+            summary_pb2.Summary.Value(tag="int64", tensor=tensor(types_pb2.DT_INT64, [1], int64_val=[-s * 1000003])),
+            summary_pb2.Summary.Value(tag="int32", tensor=tensor(types_pb2.DT_INT32, [1, 1], int_val=[-s])),
+            summary_pb2.Summary.Value(tag="int8", tensor=tensor(types_pb2.DT_INT8, [], int_val=[s % 100 - 50])),
+            summary_pb2.Summary.Value(tag="half", tensor=tensor_util.make_tensor_proto(np.float16(x))),
+            summary_pb2.Summary.Value(tag="content64", tensor=tensor(types_pb2.DT_DOUBLE, [1],
+                                                                     tensor_content=np.float64([x]).tobytes())),
+            # not scalars: a vector, a string, a bool, an image, a histogram
+            summary_pb2.Summary.Value(tag="vector", tensor=tensor(types_pb2.DT_FLOAT, [2], float_val=[1.0, 2.0])),
+            summary_pb2.Summary.Value(tag="text", tensor=tensor(types_pb2.DT_STRING, [], string_val=[b"hi"])),
+            summary_pb2.Summary.Value(tag="flag", tensor=tensor(types_pb2.DT_BOOL, [], bool_val=[True])),
+            summary_pb2.Summary.Value(tag="image", image=summary_pb2.Summary.Image(height=1, width=1,
+                                                                                    encoded_image_string=b"\x89PNG")),
+            summary_pb2.Summary.Value(tag="histo", histo=summary_pb2.HistogramProto(min=0.0, max=1.0, num=3.0)),
+        ]
+        out.append(event_pb2.Event(wall_time=1.7e9 + s, step=s, summary=summary_pb2.Summary(value=values)))
+    out.append(event_pb2.Event(wall_time=2.0, step=400, log_message=event_pb2.LogMessage(message="bye")))
+    return out
+
+
+@pytest.mark.parametrize("events", [
+    pytest.param(lambda: scalar_events(50, ["train/reward", "train/kl", "a" * 200]), id="one scalar per event"),
+    pytest.param(lambda: scalar_events(3, [f"tag/{i}" for i in range(40)], seed=2), id="many tags"),
+    pytest.param(lambda: scalar_events(20, ["train/loss"], seed=3)
+                 + [event_pb2.Event(step=2**40 + 5, summary=summary_pb2.Summary(value=[
+                     summary_pb2.Summary.Value(tag="train/loss", simple_value=-1.5)]))], id="a huge step"),
+    pytest.param(mixed_events, id="tensors and non-scalars"),
+])
+def test_values_equal_the_official_loaders(tmp_path, events):
+    path = write(tmp_path / "tb", events())
+    got, errors = ours(path)
+    want = official(path)
+    assert errors == []
+    assert want and got == want
+
+
+def test_the_mixed_file_gives_each_scalar_kind_and_nothing_else(tmp_path):
+    got, _ = ours(write(tmp_path / "tb", mixed_events()))
+    first = got[-3]  # the first summary step; values worked out from the writer's inputs
+    assert set(first) == {"simple", "torch_new_style", "tf2_content", "double", "int64", "int32", "int8", "half",
+                          "content64"}
+    assert (first["int64"], first["int32"], first["int8"]) == (3000009.0, 3.0, 47.0)  # -3 % 100 - 50 = 47
+    assert first["torch_new_style"] == pytest.approx(3 * first["simple"], rel=1e-6)
+    assert first["content64"] == pytest.approx(first["simple"], rel=1e-7)
+
+
+def raw_records(path: Path) -> list[bytes]:
+    """The file's records as whole byte strings (header, data, data CRC), split by their lengths."""
+    data, out, pos = path.read_bytes(), [], 0
+    while pos < len(data):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        out.append(data[pos:pos + 16 + n])
+        pos += 16 + n
+    return out
+
+
+def test_crc32c_matches_the_standard_check_value_and_tensorboards_mask():
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    # crc32c("123456789") = 0xE3069283 (the catalogue's check value); masked: rotate right 15, add 0xa282ead8
+    crc = 0xE3069283
+    assert tb.masked_crc32c(b"123456789") == (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    for data in (b"", b"\x00" * 8, bytes(range(256)), b"x" * 1000):
+        assert tb.masked_crc32c(data) == masked_crc32c(data)
+    starts = np.array([0, 3, 10], dtype=np.int64)
+    buf = np.frombuffer(bytes(range(40)), dtype=np.uint8)
+    assert tb._masked_crcs(buf, starts, 17).tolist() == [masked_crc32c(bytes(range(s, s + 17))) for s in (0, 3, 10)]
+
+
+def test_a_record_cut_at_the_end_is_waited_for_then_read_when_appended(tmp_path):
+    src = write(tmp_path / "tb", scalar_events(30, ["r", "k"]))
+    records = raw_records(src)
+    assert len(records) == 61  # the writer's file_version event, then 30 steps x 2 tags
+    path = tmp_path / "events.out.tfevents.live"
+    whole = b"".join(records)
+    cut = len(b"".join(records[:41])) + 20  # 40 scalars (steps 0-19), then 20 bytes of the next record
+    path.write_bytes(whole[:cut])
+    events = tb.Events()
+    assert events.absorb(path, "ev") == []
+    assert [r["step"] for r in events.rows()] == list(range(20))
+    assert events.records == 41
+    for end in (cut + 3, cut + 30, len(whole)):  # the rest arrives in pieces, the header split too
+        with path.open("ab") as fh:
+            fh.write(whole[path.stat().st_size:end])
+        assert events.absorb(path, "ev") == []
+    assert events.records == 61
+    got = {r.pop("step"): r for r in events.rows()}
+    assert got == official(src)
+
+
+def test_a_bad_data_crc_skips_that_record_only(tmp_path):
+    src = write(tmp_path / "tb", scalar_events(10, ["r"]))
+    records = raw_records(src)
+    bad = bytearray(records[5])  # step 4's record: record 6 of the file
+    bad[-6] ^= 0x01  # a bit of the float, two bytes before the data CRC
+    path = tmp_path / "events.out.tfevents.bad"
+    path.write_bytes(b"".join(records[:5]) + bytes(bad) + b"".join(records[6:]))
+    got, errors = ours(path)
+    want = official(src)
+    del want[4]
+    assert got == want
+    assert [(e.line, "data CRC mismatch" in e.message) for e in errors] == [(6, True)]
+
+
+def test_a_huge_or_corrupt_length_is_reported_and_reading_resyncs(tmp_path):
+    src = write(tmp_path / "tb", scalar_events(10, ["r"]))
+    records = raw_records(src)
+    header = struct.pack("<Q", 1 << 40)  # a terabyte record, with a correct length CRC
+    huge = header + struct.pack("<I", tb.masked_crc32c(header)) + records[3][12:]
+    flipped = bytearray(records[7])
+    flipped[8] ^= 0xFF  # the length CRC itself
+    path = tmp_path / "events.out.tfevents.bad"
+    path.write_bytes(b"".join(records[:3]) + huge + b"".join(records[4:7]) + bytes(flipped) + b"".join(records[8:]))
+    got, errors = ours(path)
+    want = official(src)
+    del want[2], want[6]  # records 4 and 8 hold steps 2 and 6
+    assert got == want
+    assert [e.line for e in errors] == [4, 7]  # numbered by the records read: record 4 was never counted
+    assert all("corrupt record header" in e.message for e in errors)
+
+
+def test_a_file_that_shrank_is_read_again(tmp_path):
+    src = write(tmp_path / "tb", scalar_events(10, ["r"]))
+    path = tmp_path / "events.out.tfevents.x"
+    path.write_bytes(src.read_bytes())
+    events = tb.Events()
+    events.absorb(path, "ev")
+    short = b"".join(raw_records(src)[:4])  # file_version + steps 0..2
+    path.write_bytes(short)
+    assert events.absorb(path, "ev") == []
+    assert [r["step"] for r in events.rows()] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_bytes_and_mutated_files_never_raise(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    path = tmp_path / "events.out.tfevents.r"
+    if seed % 2:
+        path.write_bytes(rng.integers(0, 256, int(rng.integers(0, 200_000)), dtype=np.uint8).tobytes())
+    else:
+        data = bytearray(b"".join(raw_records(write(tmp_path / "tb", mixed_events()))))
+        for i in rng.integers(0, len(data), 20):
+            data[i] = int(rng.integers(0, 256))
+        path.write_bytes(bytes(data))
+    rows, errors = tb.read_events(path, "ev")
+    assert isinstance(rows, list)
+    assert len(errors) <= tb.MAX_ERRORS + 2
+    assert all(e.file == "ev" for e in errors)
+
+
+def test_the_core_install_reads_event_files_without_tensorboard(tmp_path):
+    path = write(tmp_path / "tb", scalar_events(5, ["train/reward"]))
+    code = ("import sys; sys.modules['tensorboard'] = None\n"
+            "from pathlib import Path\nfrom triage_agent.runs.formats import tensorboard as tb\n"
+            f"rows, errors = tb.read_events(Path({str(path)!r}), 'ev')\n"
+            "print(len(rows), len(errors), 'tensorboard' in sys.modules and sys.modules['tensorboard'] is not None)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}).stdout.split()
+    assert out == ["5", "0", "False"]
+
+
+def test_watch_reads_only_the_new_records(tmp_path):
+    from triage_agent.runs.follow import Follower
+    from triage_agent.runs.load import load_run
+
+    src = write(tmp_path / "tb", scalar_events(40, ["train/reward"]))
+    records = raw_records(src)
+    run = tmp_path / "run"
+    (run / "tb").mkdir(parents=True)
+    path = run / "tb" / "events.out.tfevents.1"
+    path.write_bytes(b"".join(records[:21]))
+    follower = Follower()
+    assert load_run(run, reader=follower).metrics.frame["step"].tolist() == list(range(20))
+    time.sleep(0.01)
+    with path.open("ab") as fh:
+        fh.write(b"".join(records[21:]))
+    assert load_run(run, reader=follower).metrics.frame["step"].tolist() == list(range(40))
+    _inode, events = follower.events[next(iter(follower.events))]
+    assert events.records == 41 and events.offset == path.stat().st_size
