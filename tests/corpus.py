@@ -87,8 +87,16 @@ def score_run(label: dict[str, object], now: float | None = None) -> RunScore:
     return got
 
 
+# The labels describe each run as it was found, long after it stopped; a fresh checkout's files are minutes old,
+# so the run is read as of a year from now (file age is only the life cycle's last resort: post-training-findings.md)
+YEAR = 365 * 86400.0
+
+
 def score(now: float | None = None) -> Score:
-    return Score([score_run(label, now) for label in labels()])
+    import time
+
+    when = time.time() + YEAR if now is None else now
+    return Score([score_run(label, when) for label in labels()])
 
 
 RESULT: list[Score] = []  # the last score, for the terminal summary
