@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from triage_agent.runs import values
+
 # canonical -> names, first match wins. Sources: TRL GRPOTrainer._metrics, verl metric_utils.py,
 # OpenRLHF ppo_trainer status dict, NeMo-RL grpo.py metrics, ms-swift GRPO logs (see the spec's table).
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -88,13 +90,7 @@ class Canonical:
 
 
 def _number(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity"):
-        return float(v.strip().lower().replace("infinity", "inf"))
-    return None
+    return values.number(v)
 
 
 def canonicalize(rows: list[dict[str, Any]], columns: Mapping[str, str] | None = None) -> Canonical:
