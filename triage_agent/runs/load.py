@@ -17,10 +17,13 @@ from triage_agent.runs import remote, sweep
 from triage_agent.runs.configs import load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.canonical import Canonical, canonicalize, validation_series
-from triage_agent.runs.model import ConfigValue, ParseError, Round, Run, SourceFile, Table
+from triage_agent.runs.model import ConfigValue, ParseError, Round, Run, SourceFile, Table, Unread
 from triage_agent.runs.tables import normalize, read_table
 
 KINDS = ("selector-generator", "solver-calibration", "generic")
+# a file whose rows fold onto fewer than this share of distinct steps has lost rows (data.unread); a resumed run
+# repeats only the steps since its last checkpoint
+MERGE_SHARE, MERGE_MIN_ROWS = 0.5, 10
 Progress = Callable[[str, int, int], None]
 
 
@@ -193,8 +196,23 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
         got = reader.trainer(f.role, f.path, f.rel)
         run.parse_errors += got.errors
         run.notes += got.notes
+        read_as = None
         if got.log is not None:
             run.logs.append(got.log)
+            read_as = ", ".join(f"{name} {n}" for name, n in got.log.readers.items()) or None
+            if got.log.unread:
+                run.unread.append(Unread(f.rel, got.log.unread, tuple(got.log.unread_lines), got.log.unread_example,
+                                         "metric-looking lines that no reader understood"))
+        elif got.errors and (got.rows or got.eval_rows or got.samples or any(e.line for e in got.errors)):
+            # rows of a metrics file that could not be read: metric data lost, not just a malformed aside
+            lines = tuple(e.line for e in got.errors if e.line is not None)[:10]
+            first = got.errors[0]
+            run.unread.append(Unread(f.rel, len(got.errors), lines, f"{first.location()}: {first.message}",
+                                     "rows of a metrics file that could not be read"))
+        if got.finished:
+            run.finished = run.finished or f"{f.rel}: {got.finished}"
+        run.files[-1] = SourceFile(f.rel, f.role, rows=len(got.rows) + len(got.eval_rows) + len(got.samples),
+                                   read_as=read_as)
         trainer.add(f.rel, got)
 
 
@@ -228,6 +246,10 @@ class _TrainerParts:
         best: tuple[Canonical, str, list[dict[str, Any]]] | None = None
         for rel, rows in self.rows:
             can = reader.canonical(rel, rows, columns)
+            if len(rows) >= MERGE_MIN_ROWS and len(can.frame) < MERGE_SHARE * len(rows):
+                # two counts of one file disagree: its rows were folded onto fewer steps than they are
+                run.unread.append(Unread(rel, len(rows) - len(can.frame), (), None,
+                                         f"{len(rows)} metric rows fell on only {len(can.frame)} distinct steps"))
             if can.frame.empty:
                 continue
             if best is None or can.frame.size > best[0].frame.size:

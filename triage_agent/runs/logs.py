@@ -42,8 +42,13 @@ _POSTFIX = re.compile(r"(?:^|,\s*)(?P<k>[A-Za-z_][\w/.-]*)=(?P<v>[-+]?(?:\d[\d.]
 _DICT_PAIR = re.compile(r"""['"](?P<k>[^'"]{1,120})['"]\s*:\s*(?P<v>'[^']*'|"[^"]*"|[\w.]+\((?:[^()]|\([^()]*\))*\)|"""
                         r"""\[[^\]]*\]|[^,{}]+?)\s*(?=,\s*['"]|\}$)""")
 _TOTAL_STEPS = re.compile(r"Total training steps:\s*(\d+)|Total optimization steps\s*=\s*([\d,]+)")
+# a custom loop's own plan: "233 total steps", "total steps: 233"
+_PLANNED = re.compile(r"\b(\d[\d,]*) total (?:training )?steps\b|\b[Tt]otal (?:training )?steps\s*[:=]\s*(\d[\d,]*)")
 _LOGGING_STEPS = re.compile(r"""logging_steps['"]?\s*[=:]\s*(\d+)""")
-_COMPLETED = re.compile(r"Training completed|Final validation metrics|\*{5} train metrics \*{5}")
+# the trainer's or launcher's own words that training ended well (transformers, verl, DeepSpeed's launcher)
+_COMPLETED = re.compile(r"Training completed|(?:[Tt]raining|[Ff]ine-tuning) (?:is )?(?:completed?|finished)\b|"
+                        r"Final validation metrics|"
+                        r"\*{5} train metrics \*{5}|\[launch\.py:\d+:main\] Process \d+ exits successfully")
 _EVAL_KEY = re.compile(r"^(?:eval|val|valid|validation|test)[_/-]", re.I)
 MIN_GENERIC_ROWS = 3  # a generic line shape must recur this often to be metrics (a config print happens once)
 MAX_BARS = 64
@@ -54,9 +59,9 @@ _FATAL = [
     (re.compile(r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: out of memory"), "CUDA OOM"),
     (re.compile(r"NCCL.*(?:[Tt]imeout|timed out)|Watchdog caught collective operation timeout"), "NCCL timeout"),
     (re.compile(r"Segmentation fault|core dumped|SIGSEGV"), "Segmentation fault"),
-    (re.compile(r"\bCANCELLED AT \S+ DUE TO|\bDUE TO (?:TIME LIMIT|PREEMPTION|NODE FAILURE)|job \d+ .*PREEMPTED|"
-                r"\bPREEMPTED\b"), "Job ended by the scheduler"),
-    (re.compile(r"^Killed$|received signal SIG(?:TERM|KILL|HUP|INT)|Received SIG(?:TERM|KILL|HUP|INT)|"
+    (re.compile(r"\*\*\* JOB \d+ ON \S+ CANCELLED AT|\bCANCELLED AT \S+ DUE TO|\bDUE TO (?:TIME LIMIT|PREEMPTION|"
+                r"NODE FAILURE)|job \d+ .*PREEMPTED|\bPREEMPTED\b"), "Job ended by the scheduler"),
+    (re.compile(r"^Killed$|[Rr]eceived (?:signal )?SIG(?:TERM|KILL|HUP|INT)\b|"
                 r"\bSignal \d+ \(SIG\w+\) received by PID|exits with return code = -\d+|"
                 r"failed \(exitcode: -\d+\) local_rank"), "Killed"),
     (re.compile(r"\b(?:loss|Loss|LOSS)(?: is|:|=)\s*-?(?:nan|NaN|NAN|inf|Inf|INF)\b|NaN or Inf found|"
@@ -74,9 +79,11 @@ MARKERS: tuple[bytes, ...] = (
     b"Loss=", b"LOSS", b"NaN or Inf", b"non-finite", b"No space left", b"Errno 28", b"EngineDeadError", b"EngineCore",
     b"RPC call to", b"ray.exceptions.", b"RayTaskError", b"ActorDiedError",
     # launchers and schedulers (DeepSpeed, torchrun, SLURM)
-    b"CANCELLED", b"PREEMPT", b"SIGINT", b"exitcode", b"return code", b"Signal ",
+    b"CANCELLED", b"PREEMPT", b"SIGINT", b"exitcode", b"return code", b"Signal ", b"received SIG",
     # the run's end, the training bar's total, transformers' logging interval
-    b"Training completed", b"Final validation metrics", b"train metrics", b"optimization steps", b"logging_steps",
+    b"Training complete", b"raining finished", b"raining is", b"training complete", b"exits successfully",
+    b"tuning complete", b"tuning finished", b"total steps", b"Total steps",
+    b"Final validation metrics", b"train metrics", b"optimization steps", b"logging_steps",
     # the generic reader's metric names and the step headers of block loggers (NeMo-RL)
     b"loss", b"Loss", b"reward", b"Reward", b"REWARD", b"entropy", b"Entropy", b"kl", b"KL", b"grad_norm",
     b"= Step ")
@@ -90,8 +97,8 @@ KINDS: list[tuple[str, re.Pattern[str]]] = [
     ("engine_dead", re.compile(r"EngineDeadError|engine died|EngineCore|RPC call .* timed out|RPC timeout", re.I)),
     ("import", re.compile(r"ImportError|ModuleNotFoundError|undefined symbol|failed to import", re.I)),
     ("disk", re.compile(r"No space left|Errno 28|PytorchStreamWriter failed|Disk quota exceeded", re.I)),
-    ("scheduler", re.compile(r"Job ended by the scheduler|DUE TO (?:TIME LIMIT|PREEMPTION|NODE FAILURE)|PREEMPTED",
-                             re.I)),
+    ("scheduler", re.compile(r"Job ended by the scheduler|DUE TO (?:TIME LIMIT|PREEMPTION|NODE FAILURE)|PREEMPTED|"
+                             r"CANCELLED AT", re.I)),
     ("signal", re.compile(r"SIGHUP|SIGTERM|SIGKILL|SIGSEGV|Segmentation fault|^Killed|signal \d+|exitcode\s*:\s*-\d",
                           re.I)),
     ("nonfinite", re.compile(r"NaN/inf loss|\bnan\b.*loss|loss.*\b(?:nan|inf)\b|non-finite", re.I)),
@@ -111,6 +118,7 @@ _TRAINERS: list[tuple[str, re.Pattern[str]]] = [
     ("openrlhf", re.compile(r"openrlhf", re.I)),
     ("nemo-rl", re.compile(r"nemo_rl|NeMo[- ]RL", re.I)),
     ("ms-swift", re.compile(r"\bswift\b|global_step/max_steps")),
+    ("llama-factory", re.compile(r"llamafactory|LLaMA-Factory|llama_factory")),
     ("trl", re.compile(r"GRPOTrainer|PPOTrainer|\btrl\b|unsloth", re.I)),
     ("transformers", re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*")),
 ]
@@ -365,6 +373,10 @@ class Scanner:
                 total = int((m.group(1) or m.group(2)).replace(",", ""))
                 scan.planned_steps = total
                 self.train_total = total
+        if b"total steps" in raw or b"Total steps" in raw:
+            m = _PLANNED.search(text)
+            if m:
+                scan.planned_steps = int((m.group(1) or m.group(2)).replace(",", ""))
         if b"logging_steps" in raw:
             m = _LOGGING_STEPS.search(text)
             if m and int(m.group(1)) > 0:
@@ -565,6 +577,10 @@ class Scanner:
             key = frozenset(row)
             shapes[key] = shapes.get(key, 0) + 1
         kept = [(row, step, line) for row, step, line in self.generic if shapes[frozenset(row)] >= MIN_GENERIC_ROWS]
+        if any(step is not None for _row, step, _line in kept):
+            # lines that name their step are the training rows; shapes without one are per-sample or asides
+            stepped = {frozenset(row) for row, step, _line in kept if step is not None}
+            kept = [k for k in kept if frozenset(k[0]) in stepped]
         order, last = 0, 0
         for row, step, line in kept:
             if all(_EVAL_KEY.match(k) for k in row):

@@ -32,8 +32,9 @@ _SECTION = re.compile(r"^\W*\s*(?P<name>[A-Za-z][\w /-]{0,60}?)\s*:\s*$")
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "update", "steps", "train/global_step", "current_steps")
 # words that make a pair a metric (a custom loop's line holds at least one), so that a config print
 # (`lr=1e-6, batch_size=8`) or a timestamp never becomes a metric row
-METRIC_WORDS = re.compile(r"loss|reward|kl\b|kl_|entropy|grad|acc|score|return|advantage|length|len\b|clip|"
-                          r"ratio|margin|logp|perplexity|ppl|pass|win", re.I)
+# (at a word's start: `duration` holds no ratio, `policy_loss` and `Reward` are metrics)
+METRIC_WORDS = re.compile(r"(?<![a-z])(?i:loss|reward|kl\b|kl_|entropy|grad|acc|score|return|advantage|length|"
+                          r"len\b|clip|ratio|margin|logp|perplexity|ppl|pass|win)")
 MAX_BLOCK_LINES = 400  # a block ends here whatever follows (bounded line-by-line reading)
 
 
@@ -44,14 +45,13 @@ def norm_key(key: str) -> str:
 
 def _pairs(text: str) -> list[tuple[str, str]]:
     got = [(m.group("k"), m.group("v")) for m in _SEP_PAIR.finditer(text)]
-    if len(got) < 2 and ("|" in text or "," in text) and "(" not in text:
-        seg_pairs = []
+    if "|" in text or "," in text:  # `key v` segments between separators (`Epoch 3 | loss=0.1 | ...`)
         for seg in re.split(r"[|,]", text):
-            m = _SPACE_PAIR.match(seg) or _SEP_PAIR.fullmatch(seg.strip())
+            if ":" in seg or "=" in seg:
+                continue
+            m = _SPACE_PAIR.match(seg)
             if m:
-                seg_pairs.append((m.group("k"), m.group("v")))
-        if len(seg_pairs) > len(got):
-            got = seg_pairs
+                got.append((m.group("k"), m.group("v")))
     return got
 
 
@@ -94,6 +94,8 @@ def parse_line(text: str) -> tuple[dict[str, Any], int | None, int | None] | Non
         word = _STEP_WORD.search(text)
         if word:
             step = int(word.group(1))
+    if step is None and "epoch" in row and float(row["epoch"]).is_integer():
+        step = int(row["epoch"])  # a loop that logs once per epoch: the epoch is its step
     for k in STEP_KEYS:
         row.pop(k, None)
     return row, step, planned

@@ -178,6 +178,7 @@ class Run:
     unread: list[Unread] = field(default_factory=list)  # metric data that was not read (data.unread)
     # finished, crashed, stopped_early, in_progress or unknown (runs/lifecycle.py), and the evidence that decided
     lifecycle: str = "unknown"
+    finished: str | None = None  # a structured file's own evidence that the run finished (a final summary row)
     lifecycle_evidence: str | None = None
 
     @property

@@ -23,6 +23,7 @@ class FormatRead:
     planned_steps: int | None = None  # the planned total, when the file says
     config: dict[str, Any] | None = None  # a config the file carries (W&B config, trainer_state args)
     trainer: str | None = None
+    finished: str | None = None  # the file's own evidence that the run finished (a final summary row)
 
 
 # How `triage watch` follows a file of the format between passes:

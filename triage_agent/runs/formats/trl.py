@@ -38,6 +38,7 @@ def read_trainer_state(path: Path, rel: str) -> tuple[list[dict[str, Any]], list
         else:
             train.append(row)
     header = {k: v for k, v in doc.items() if k != "log_history"}
+    header["_summary"] = any(isinstance(r, dict) and any(k in r for k in SUMMARY_KEYS) for r in history[-3:])
     return train, evals, header, errors
 
 
@@ -58,9 +59,13 @@ def _sniff(path: Path, rel: str) -> bool:
 
 def _read(path: Path, rel: str) -> FormatRead:
     train, evals, header, errors = read_trainer_state(path, rel)
+    finished = "the final summary row (train_runtime)" if header.get("_summary") else None
+    gs, ms = header.get("global_step"), header.get("max_steps")
+    if finished is None and isinstance(gs, int) and isinstance(ms, int) and 0 < ms <= gs:
+        finished = f"global_step {gs} reached max_steps {ms}"
     notes = [f"{rel}: {len(evals)} eval rows (eval_*) kept apart from training rows"] if evals else []
     planned = header.get("max_steps")
-    return FormatRead(rows=train, errors=errors, notes=notes, eval_rows=evals, trainer="trl",
+    return FormatRead(rows=train, errors=errors, notes=notes, eval_rows=evals, trainer="trl", finished=finished,
                       planned_steps=planned if isinstance(planned, int) and planned > 0 else None)
 
 
