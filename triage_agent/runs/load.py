@@ -135,7 +135,9 @@ def run_from_rows(root: Path, source: str, rows: list[dict[str, Any]], *, planne
 def _training_evidence(run: Run) -> bool:
     """Whether anything shows a training run: a file other than a log, or a log with a trainer's output."""
     logs = {s.path for s in run.logs}
-    return any(f.path not in logs for f in run.files) or any(s.evidence or s.metric_steps for s in run.logs)
+    # metric lines no reader understood are training output too: said (data.unread), never "nothing recognisable"
+    return any(f.path not in logs for f in run.files) or any(s.evidence or s.metric_steps or s.unread
+                                                             for s in run.logs)
 
 
 def _is_dir(path: Path) -> bool:

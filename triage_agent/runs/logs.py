@@ -439,6 +439,22 @@ class Scanner:
         steady = [b for b in self.bars.values() if not b.restarts]
         return min(steady or self.bars.values(), key=lambda b: b.order)
 
+    def progress_bar(self, cur: int, tot: int, rest: str, lineno: int) -> None:
+        scan = self.scan
+        if scan.progress_current is not None and cur > scan.progress_current:
+            self.progressed()
+        if not self.bar(cur, tot, lineno):
+            return
+        if self.postfix is not None and self.postfix[0] != cur:
+            self.flush_postfix(lineno)
+        scan.progress_current, scan.progress_total, scan.progress_line = cur, tot, lineno
+        scan.planned_steps = scan.planned_steps or tot
+        scan.evidence = scan.evidence or "a training progress bar"
+        self.bar_step = cur
+        vals = postfix_row(rest)
+        if vals and cur > 0:
+            self.postfix = (cur, vals)
+
     def segment(self, seg: str, lineno: int) -> bool:
         scan = self.scan
         if "%|" in seg:
@@ -446,19 +462,10 @@ class Scanner:
             if pm and (_TRAIN_BAR.search(pm.group("desc")) or not pm.group("desc").strip()) and not \
                     _OTHER_BAR.search(pm.group("desc")):
                 cur, tot = int(pm.group("cur")), int(pm.group("tot"))
-                if scan.progress_current is not None and cur > scan.progress_current:
-                    self.progressed()
-                if not self.bar(cur, tot, lineno):
-                    return True
-                if self.postfix is not None and self.postfix[0] != cur:
-                    self.flush_postfix(lineno)
-                scan.progress_current, scan.progress_total, scan.progress_line = cur, tot, lineno
-                scan.planned_steps = scan.planned_steps or tot
-                scan.evidence = scan.evidence or "a training progress bar"
-                self.bar_step = cur
-                vals = postfix_row(pm.group("rest") or "")
-                if vals and cur > 0:
-                    self.postfix = (cur, vals)
+                rest = seg[pm.end():]
+                self.progress_bar(cur, tot, pm.group("rest") or "", lineno)
+                if "{" in rest:  # stdout's dict glued to stderr's bar redraw on one line (`2>&1`): its own row
+                    self.segment(rest[rest.index("{"):], lineno)
                 return True
         stripped = seg.strip()
         if stripped.startswith("{") and stripped.endswith("}"):

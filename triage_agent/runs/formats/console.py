@@ -52,9 +52,9 @@ def _recurring_metrics(data: bytes) -> bool:
     text = data.decode("utf-8", "replace")
     hits = 0
     for line in text.splitlines():
-        if len(line) > 4096 or not metricline.METRIC_WORDS.search(line):
+        if len(line) > 4096:
             continue
-        if metricline.header(line) or metricline.parse_line(line) is not None:
+        if metricline.header(line) or (metricline.METRIC_WORDS.search(line) and metricline.parse_line(line)):
             hits += 1
             if hits >= 3:
                 return True
