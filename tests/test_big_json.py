@@ -64,7 +64,10 @@ def test_rows_equal_the_standard_librarys(tmp_path, indent, n):
     assert errors == [] and bad == []
     assert same_columns(cols, Columns.from_rows(train))
     assert cols.n == n and evals == want_evals and len(evals) == n // 7
-    assert header == {k: v for k, v in doc.items() if k != "log_history"}
+    # the header is the document without its history, plus what the reader learnt of it (`_summary`: whether the
+    # history ends with the final summary row)
+    assert {k: v for k, v in header.items() if k != "_summary"} == {k: v for k, v in doc.items() if k != "log_history"}
+    assert header["_summary"] == any("train_runtime" in r for r in doc["log_history"][-3:] if isinstance(r, dict))
     if n:
         assert cols.values["reward"][:3].tolist() == [0.01, 0.02, 0.03][:n]
         assert "note" not in cols.values and "nested" not in cols.values and "note" in cols.keys

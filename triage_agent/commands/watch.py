@@ -95,7 +95,8 @@ def evaluate_pass(run: Run, state: WatchState, now: float, stall_after: float) -
     elif state.step_seen_at is None:
         state.step_seen_at = now  # nothing logged yet: the stall clock starts with the watch
     events = []
-    for f in engine.evaluate(resolve(run)):
+    facts = resolve(run)  # decides the run's life cycle too: a finished run never stalls
+    for f in engine.evaluate(facts):
         if f.id == "log.crash":
             state.crashed = True
         before = state.reported.get(f.id)
@@ -105,7 +106,8 @@ def evaluate_pass(run: Run, state: WatchState, now: float, stall_after: float) -
                                      "finding" if before is None else "escalated", f.fix))
     limit = stall_limit(state, stall_after)
     waited = now - (state.step_seen_at or now)
-    if STALLED not in state.reported and not state.crashed and waited > limit and state.last_step is not None:
+    if STALLED not in state.reported and not state.crashed and run.lifecycle not in ("finished", "crashed") \
+            and waited > limit and state.last_step is not None:
         state.reported[STALLED] = "high"
         events.append(WatchEvent(
             STALLED, "high", f"No new step for {waited / 60:.1f} minutes (limit {limit / 60:.1f}): the run stalled",

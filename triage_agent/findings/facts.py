@@ -17,6 +17,7 @@ from triage_agent.analysis import rewards
 from triage_agent.analysis.generator import Trajectory, generator_round
 from triage_agent.analysis.trends import Series, SeriesSummary, head_tail, summarize
 from triage_agent.findings.rules import Rules, rules_for
+from triage_agent.runs import lifecycle
 from triage_agent.runs.model import ConfigValue, Round, Run, Table
 
 _MISSING = object()
@@ -239,4 +240,6 @@ class Facts:
 def resolve(run: Run) -> Facts:
     """The run's facts with its `[rules]` applied (unknown rule names kept for a note)."""
     rules, unknown = rules_for(run.rule_overrides)
+    # the life cycle is read off the run's evidence with the run's own thresholds, before any rule looks at it
+    run.lifecycle, run.lifecycle_evidence = lifecycle.decide(run, rules["stopped_share"], rules["stale_minutes"])
     return Facts(run, rules, unknown)

@@ -70,6 +70,8 @@ CRASH_FIXES = {
               "vLLM) or install the missing module",
     "disk": "the disk is full: free space or point output_dir and checkpoints at a larger volume; keep fewer "
             "checkpoints (save_total_limit)",
+    "scheduler": "the scheduler ended the job (time limit or pre-emption): ask for more time, or resume from the "
+                 "last checkpoint with a requeue",
     "signal": "the process was killed from outside: check the scheduler's time limit, preemption and the kernel's "
               "OOM killer (dmesg)",
     "nonfinite": "the loss became NaN: lower the learning rate, clip gradients, and check the reward functions for "
@@ -103,7 +105,9 @@ def crash(facts: Facts, rules: Rules) -> list[Finding]:
       cause="The run started but never completed a training step (hung, killed, or still compiling).")
 def no_progress(facts: Facts, rules: Rules) -> Finding | None:
     run = facts.run
-    any_traceback = any(s.crash is not None or s.handled_tracebacks for s in run.logs)
+    # a run killed from outside (a scheduler's cancel, a signal) after it hung still made no progress
+    any_traceback = any((s.crash is not None and s.crash.kind not in ("scheduler", "signal")) or s.handled_tracebacks
+                        for s in run.logs)
     # only a log that shows a training run (a trainer banner, a metric name, a progress bar) can stall
     started = any(s.started and s.evidence for s in run.logs)
     logged_steps = any(s.metric_steps for s in run.logs)
@@ -111,7 +115,7 @@ def no_progress(facts: Facts, rules: Rules) -> Finding | None:
     rows = any(rd.history is not None and len(rd.history.frame) for rd in run.rounds) or (
         run.metrics is not None and len(run.metrics.frame)) or (
         run.eval_history is not None and len(run.eval_history.frame))
-    if not started or logged_steps or progressed or rows or any_traceback:
+    if not started or logged_steps or progressed or rows or any_traceback or run.lifecycle == "finished":
         return None
     bar = next((s for s in run.logs if s.progress_total), None)
     first = next(s for s in run.logs if s.started and s.evidence)
@@ -122,6 +126,23 @@ def no_progress(facts: Facts, rules: Rules) -> Finding | None:
         evidence |= {"progress": f"{bar.progress_current}/{bar.progress_total}", "line": bar.progress_line}
         title += f" (progress {bar.progress_current}/{bar.progress_total})"
     return Finding("log.no_progress", "high", title, evidence)
+
+
+@rule("data.unread", FAMILY,
+      cause="Some metric data in the run's files was not read (lines no reader understood, rows that could not be "
+            "read, or rows folded onto fewer steps than they are): the findings may miss what it shows.",
+      fix="say which trainer wrote the file, or map its names with [columns] / its file with [files] in triage.toml")
+def unread(facts: Facts, rules: Rules) -> Finding | None:
+    items = facts.run.unread
+    if not items:
+        return None
+    first = items[0]
+    lines = f" (lines {', '.join(str(n) for n in first.lines[:5])})" if first.lines else ""
+    more = f" and {len(items) - 1} more file(s)" if len(items) > 1 else ""
+    return Finding(
+        "data.unread", "medium", f"{first.file}: {first.count} {first.why}{lines}{more}"[:200],
+        {"files": [{"file": u.file, "count": u.count, "lines": list(u.lines), "example": u.example, "why": u.why}
+                   for u in items[:10]], "source": first.file, **({"line": first.lines[0]} if first.lines else {})})
 
 
 @rule("data.parse_errors", FAMILY, ("parse_error_examples",),

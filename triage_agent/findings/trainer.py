@@ -22,6 +22,7 @@ from triage_agent.findings.suggest_trainer import (
     kl_suggestion,
     lr_suggestion,
 )
+from triage_agent.runs import lifecycle
 from triage_agent.runs.formats.canonical import WHY_UNLOGGED
 
 FAMILY = "trainer"
@@ -327,46 +328,18 @@ def component_dominates(facts: Facts, rules: Rules) -> Finding | None:
                     "approximate": True, "source": m.source})
 
 
-# -- run state ------------------------------------------------------------------------------------
-def _planned(facts: Facts) -> tuple[int, str] | None:
-    if facts.run.planned_steps is not None:
-        return facts.run.planned_steps
-    for leaf in ("max_steps", "total_training_steps"):
-        cv = facts.config(leaf)
-        if cv is not None and isinstance(cv.value, int) and not isinstance(cv.value, bool) and cv.value > 0:
-            return cv.value, f"{cv.file}:{cv.key}"
-    return None
-
-
-def _last_step(facts: Facts) -> tuple[int, str] | None:
-    run = facts.run
-    cands: list[tuple[int, str]] = []
-    if run.metrics is not None and len(run.metrics.frame):
-        cands.append((int(run.metrics.frame["step"].max()), run.metrics.source))
-    for s in run.logs:
-        if s.last_step is not None:
-            cands.append((s.last_step, s.path))
-        if s.progress_current:
-            cands.append((s.progress_current, s.path))
-    return max(cands) if cands else None
-
-
+# -- run state (runs/lifecycle.py decides; these rules report it) -----------------------------------
 def _stopped(facts: Facts, rules: Rules) -> dict[str, Any] | None:
-    """Evidence when the run logged steps, stopped short of its plan and no log crashed."""
-    planned, last = _planned(facts), _last_step(facts)
-    if planned is None or last is None or last[0] <= 0 or any(s.crash for s in facts.run.logs):
+    """Evidence when the run logged steps and stopped short of its plan (lifecycle: stopped_early or in_progress)."""
+    run = facts.run
+    st = lifecycle.steps(run)
+    if st.planned is None or st.last is None or st.last[0] <= 0 or st.last[0] >= st.planned[0]:
         return None
-    if last[0] >= rules["stopped_share"] * planned[0]:
-        return None
-    age = None if facts.run.newest_mtime is None else max(0.0, facts.run.now - facts.run.newest_mtime)
-    return {"last_step": last[0], "planned_steps": planned[0], "share_done": rnd(last[0] / planned[0], 4),
-            "planned_from": planned[1], "newest_file_age_minutes": None if age is None else rnd(age / 60, 1),
-            "start_step": last[0], "source": last[1]}
-
-
-def _young(facts: Facts, rules: Rules, ev: dict[str, Any]) -> bool:
-    age = ev["newest_file_age_minutes"]
-    return age is not None and age < rules["stale_minutes"]
+    age = lifecycle.age_minutes(run)
+    return {"last_step": st.last[0], "planned_steps": st.planned[0], "share_done": rnd(st.last[0] / st.planned[0], 4),
+            "planned_from": st.planned[1], "newest_file_age_minutes": None if age is None else rnd(age, 1),
+            "lifecycle": run.lifecycle, "decided_by": run.lifecycle_evidence,
+            "start_step": st.last[0], "source": st.last[1]}
 
 
 @rule("run.stopped_early", FAMILY, ("stopped_share", "stale_minutes"),
@@ -375,8 +348,8 @@ def _young(facts: Facts, rules: Rules, ev: dict[str, Any]) -> bool:
       fix="check the scheduler's record (time limit, preemption, OOM killer in dmesg) and resume from the last "
           "checkpoint")
 def stopped_early(facts: Facts, rules: Rules) -> Finding | None:
-    ev = _stopped(facts, rules)
-    if ev is None or _young(facts, rules, ev):
+    ev = _stopped(facts, rules) if facts.run.lifecycle == "stopped_early" else None
+    if ev is None:
         return None
     return Finding("run.stopped_early", "medium",
                    f"The run stopped at step {ev['last_step']} of {ev['planned_steps']} planned "
@@ -387,8 +360,8 @@ def stopped_early(facts: Facts, rules: Rules) -> Finding | None:
       cause="The run is still writing its files: the findings describe it so far.",
       fix="run `triage inspect` again later, or follow it with `triage watch`")
 def in_progress(facts: Facts, rules: Rules) -> Finding | None:
-    ev = _stopped(facts, rules)
-    if ev is None or not _young(facts, rules, ev):
+    ev = _stopped(facts, rules) if facts.run.lifecycle == "in_progress" else None
+    if ev is None or ev["newest_file_age_minutes"] is None:
         return None
     return Finding("run.in_progress", "info",
                    f"The run is at step {ev['last_step']} of {ev['planned_steps']} and its files changed "

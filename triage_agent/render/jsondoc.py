@@ -36,7 +36,10 @@ def document(report: Report) -> dict[str, Any]:
     doc = {
         "schema": SCHEMA,
         "run": {"path": run.where, "kind": run.kind, "rounds": rounds_summary(report),
-                "files": [{"path": f.path, "role": f.role} for f in run.files]},
+                "lifecycle": {"state": run.lifecycle, "evidence": run.lifecycle_evidence},
+                "files": [{"path": f.path, "role": f.role,
+                           **({"read_as": f.read_as} if f.read_as else {}),
+                           **({"rows": f.rows} if f.rows is not None else {})} for f in run.files]},
         "findings": [
             {"id": f.id, "severity": f.severity, "title": f.title, "evidence": f.evidence,
              **({"suggestion": {k: v for k, v in f.suggestion.items()}} if f.suggestion else {}),

@@ -47,12 +47,20 @@ def summary(report: Report) -> Panel:
     rounds = shown_rounds(report)
     lines = [run_line(report),
              f"files: {len(run.files)}  configs: {len(run.config_files())}" + (f"  rounds: {', '.join(rounds)}"
-                                                                              if rounds else "")]
+                                                                              if rounds else ""),
+             f"life cycle: {run.lifecycle}" + (f" ({run.lifecycle_evidence})" if run.lifecycle_evidence else "")]
     if run.metrics is not None:
         lines.append(f"trainer metrics: {len(run.metrics.frame)} steps from {run.metrics.source}")
-    for scan in run.logs:
-        lines.append(f"log {scan.path}: {scan.lines} lines, {scan.metric_steps} metric steps"
-                     + (f", last step {scan.last_step}" if scan.last_step is not None else ""))
+    scans = {s.path: s for s in run.logs}
+    for f in run.files:  # every file: what it was read as and what it gave
+        scan = scans.get(f.path)
+        if scan is not None:
+            lines.append(f"  {f.path}: log ({f.read_as or 'no metric lines'}), {scan.lines} lines, "
+                         f"{scan.metric_steps} metric rows"
+                         + (f", last step {scan.last_step}" if scan.last_step is not None else "")
+                         + (f", {scan.unread} metric lines not understood" if scan.unread else ""))
+        elif f.rows is not None:
+            lines.append(f"  {f.path}: {f.read_as or f.role}, {f.rows} rows")
     src = report.source
     lines.append("source: " + ("deterministic rules (offline)" if src.get("kind") == "offline"
                                else f"model {src.get('model')} at {src.get('endpoint')}"))

@@ -23,6 +23,12 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 MAX_DEPTH = 4  # spec: search recursively, depth <= 4
+MAX_FILES = 20_000  # files looked at per run; past this the rest are listed in a note, unread
+# model weights, optimizer states, archives and media: never opened, whatever their size
+SKIPPED_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".ggml", ".npy", ".npz", ".pkl",
+                    ".pickle", ".h5", ".hdf5", ".onnx", ".msgpack", ".model", ".tflite", ".distcp", ".png", ".jpg",
+                    ".jpeg", ".gif", ".webp", ".bmp", ".pdf", ".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".zst",
+                    ".7z", ".whl", ".so", ".arrow", ".mp4", ".wav", ".mp3", ".db", ".sqlite", ".pyc")
 # configs by name beyond the spec's `configs/` and `*config*`: ms-swift's args.json, HF's training_args.json
 CONFIG_NAMES = ("args.json", "training_args.json", "sft_args.json")
 TABLE_ROLES = ("filter_stats", "reward_history", "reward_samples", "eval_history", "solver_scores",
@@ -101,16 +107,26 @@ def round_of(rel_parts: tuple[str, ...]) -> tuple[str, int] | None:
     return None
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, notes: list[str] | None = None) -> list[Path]:
+    """Every file of the run, hidden ones too (a `.docker_run.log`); hidden folders are skipped (`.git`, caches),
+    except Hydra's (verl writes its resolved config to .hydra/config.yaml). At most MAX_FILES."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         depth = len(Path(dirpath).relative_to(root).parts)
-        # hidden folders are skipped, except Hydra's (verl writes its resolved config to .hydra/config.yaml)
         dirnames[:] = sorted(d for d in dirnames if (not d.startswith(".") or d == ".hydra") and depth < MAX_DEPTH)
         for name in sorted(filenames):
-            if not name.startswith("."):
-                out.append(Path(dirpath) / name)
+            if len(out) >= MAX_FILES:
+                if notes is not None:
+                    notes.append(f"more than {MAX_FILES} files: the rest were not looked at")
+                return out
+            out.append(Path(dirpath) / name)
     return out
+
+
+def skipped(name: str) -> bool:
+    """Weights, archives and media (by name; never opened), and the system's own litter."""
+    low = name.lower()
+    return low.endswith(SKIPPED_SUFFIXES) or low in (".ds_store", ".gitignore", ".gitattributes")
 
 
 def classify(path: Path, rel: str) -> str | None:
@@ -120,6 +136,8 @@ def classify(path: Path, rel: str) -> str | None:
     parts = [p.lower() for p in Path(rel).parts]
     if rel == "triage.toml":
         return "manifest"
+    if skipped(name):
+        return None
     if name == "round.json":
         return "round_meta"
     stem = name
@@ -151,7 +169,7 @@ def discover(root: Path, manifest: Manifest) -> tuple[list[Found], list[str]]:
     notes: list[str] = []
     found: list[Found] = []
     real_root = root.resolve()
-    for path in _walk(root):
+    for path in _walk(root, notes):
         rel = path.relative_to(root).as_posix()
         try:
             st = path.stat()  # follows a symlink: a loop or a dangling link fails here

@@ -25,10 +25,13 @@ from triage_agent.runs.formats.canonical import (
     strip_prefix,
     validation_series,
 )
-from triage_agent.runs.model import ConfigValue, ParseError, Round, Run, SourceFile, Table
+from triage_agent.runs.model import ConfigValue, ParseError, Round, Run, SourceFile, Table, Unread
 from triage_agent.runs.tables import normalize, read_table
 
 KINDS = ("selector-generator", "solver-calibration", "generic")
+# a file whose rows fold onto fewer than this share of distinct steps has lost rows (data.unread); a resumed run
+# repeats only the steps since its last checkpoint
+MERGE_SHARE, MERGE_MIN_ROWS = 0.5, 10
 Progress = Callable[[str, int, int], None]
 
 
@@ -142,7 +145,9 @@ def run_from_rows(root: Path, source: str, rows: list[dict[str, Any]], *, planne
 def _training_evidence(run: Run) -> bool:
     """Whether anything shows a training run: a file other than a log, or a log with a trainer's output."""
     logs = {s.path for s in run.logs}
-    return any(f.path not in logs for f in run.files) or any(s.evidence or s.metric_steps for s in run.logs)
+    # metric lines no reader understood are training output too: said (data.unread), never "nothing recognisable"
+    return any(f.path not in logs for f in run.files) or any(s.evidence or s.metric_steps or s.unread
+                                                             for s in run.logs)
 
 
 def _is_dir(path: Path) -> bool:
@@ -203,8 +208,23 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
         got = reader.trainer(f.role, f.path, f.rel)
         run.parse_errors += got.errors
         run.notes += got.notes
+        read_as = None
         if got.log is not None:
             run.logs.append(got.log)
+            read_as = ", ".join(f"{name} {n}" for name, n in got.log.readers.items()) or None
+            if got.log.unread:
+                run.unread.append(Unread(f.rel, got.log.unread, tuple(got.log.unread_lines), got.log.unread_example,
+                                         "metric-looking lines that no reader understood"))
+        elif got.errors and (got.row_count or got.eval_rows or got.samples or any(e.line for e in got.errors)):
+            # rows of a metrics file that could not be read: metric data lost, not just a malformed aside
+            lines = tuple(e.line for e in got.errors if e.line is not None)[:10]
+            first = got.errors[0]
+            run.unread.append(Unread(f.rel, len(got.errors), lines, f"{first.location()}: {first.message}",
+                                     "rows of a metrics file that could not be read"))
+        if got.finished:
+            run.finished = run.finished or f"{f.rel}: {got.finished}"
+        run.files[-1] = SourceFile(f.rel, f.role, rows=got.row_count + len(got.eval_rows) + len(got.samples),
+                                   read_as=read_as)
         trainer.add(f.rel, got)
 
 
@@ -240,6 +260,11 @@ class _TrainerParts:
         best: tuple[Canonical, str, list[dict[str, Any]] | Columns] | None = None
         for rel, rows in self.rows:
             can = reader.canonical(rel, rows, columns)
+            n_rows = rows.n if isinstance(rows, Columns) else len(rows)
+            if n_rows >= MERGE_MIN_ROWS and len(can.frame) < MERGE_SHARE * n_rows:
+                # two counts of one file disagree: its rows were folded onto fewer steps than they are
+                run.unread.append(Unread(rel, n_rows - len(can.frame), (), None,
+                                         f"{n_rows} metric rows fell on only {len(can.frame)} distinct steps"))
             if can.frame.empty:
                 continue
             if best is None or can.frame.size > best[0].frame.size:

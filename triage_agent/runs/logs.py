@@ -19,11 +19,12 @@ import dataclasses
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from triage_agent import redact
-from triage_agent.runs import blockscan
+from triage_agent.runs import blockscan, metricline, values
 from triage_agent.runs.model import CrashInfo, Frame, LogScan
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -31,7 +32,6 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _RAY_PREFIX = re.compile(r"^\((?:(?:[\w.:-]+ )?pid=\w*(?:, ip=[\w.:]+)?|raylet|gcs_server|autoscaler)\)\s?")
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _METRIC_START = re.compile(r"(?:^|\s)step:(\d+)\s+-\s+")
-_VALUE_WRAP = re.compile(r"^(?:np\.\w+|numpy\.\w+|tensor|torch\.tensor)\((.*?)(?:,\s*\w+=.*)?\)$")
 _EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\((?P<inner>[A-Za-z_][\w.]*)\))?)(?::\s?(?P<msg>.*))?$")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 _PROGRESS = re.compile(r"(?P<desc>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<cur>\d+)/(?P<tot>\d+)\s*\[(?P<rest>[^\]]*)\]?")
@@ -39,13 +39,31 @@ _TRAIN_BAR = re.compile(r"train|epoch|step|iter|episode", re.I)
 _OTHER_BAR = re.compile(r"load|shard|token|map|download|generat|process|render|eval|valid|sampl|batch|filter|compil",
                         re.I)
 _POSTFIX = re.compile(r"(?:^|,\s*)(?P<k>[A-Za-z_][\w/.-]*)=(?P<v>[-+]?(?:\d[\d.]*(?:e[-+]?\d+)?|nan|inf))(?=,|$)", re.I)
-_DICT_PAIR = re.compile(r"""['"](?P<k>[^'"]{1,120})['"]\s*:\s*(?P<v>'[^']*'|"[^"]*"|[^,{}]+?)\s*(?=,\s*['"]|\}$)""")
-_TOTAL_STEPS = re.compile(r"Total training steps:\s*(\d+)")
+_DICT_PAIR = re.compile(r"""['"](?P<k>[^'"]{1,120})['"]\s*:\s*(?P<v>'[^']*'|"[^"]*"|[\w.]+\((?:[^()]|\([^()]*\))*\)|"""
+                        r"""\[[^\]]*\]|[^,{}]+?)\s*(?=,\s*['"]|\}$)""")
+_TOTAL_STEPS = re.compile(r"Total training steps:\s*(\d+)|Total optimization steps\s*=\s*([\d,]+)")
+# a custom loop's own plan: "233 total steps", "total steps: 233"
+_PLANNED = re.compile(r"\b(\d[\d,]*) total (?:training )?steps\b|\b[Tt]otal (?:training )?steps\s*[:=]\s*(\d[\d,]*)")
+_LOGGING_STEPS = re.compile(r"""logging_steps['"]?\s*[=:]\s*(\d+)""")
+# the trainer's or launcher's own words that training ended well (transformers, verl, DeepSpeed's launcher)
+_COMPLETED = re.compile(r"Training completed|(?:[Tt]raining|[Ff]ine-tuning) (?:is )?(?:completed?|finished)\b|"
+                        r"Final validation metrics|"
+                        r"\*{5} train metrics \*{5}|\[launch\.py:\d+:main\] Process \d+ exits successfully")
+_EVAL_KEY = re.compile(r"^(?:eval|val|valid|validation|test)[_/-]", re.I)
+MIN_GENERIC_ROWS = 3  # a generic line shape must recur this often to be metrics (a config print happens once)
+MAX_BARS = 64
+_ORD, _BAR, _AFTER = "__order__", "__bar__", "__after__"  # a dict row's place, stepped in `finish`
+_DICT_METRIC = re.compile(r"""['\"](?:loss|reward|grad_norm|learning_rate|kl|entropy|eval_loss)['\"]\s*:""")
+_ONE_PAIR = re.compile(r"[A-Za-z_][\w/.-]*\s*[:=]\s*[-+]?\d")
 _FATAL = [
     (re.compile(r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: out of memory"), "CUDA OOM"),
     (re.compile(r"NCCL.*(?:[Tt]imeout|timed out)|Watchdog caught collective operation timeout"), "NCCL timeout"),
     (re.compile(r"Segmentation fault|core dumped|SIGSEGV"), "Segmentation fault"),
-    (re.compile(r"^Killed$|received signal SIG(?:TERM|KILL|HUP)|Received SIG(?:TERM|KILL|HUP)"), "Killed"),
+    (re.compile(r"\*\*\* JOB \d+ ON \S+ CANCELLED AT|\bCANCELLED AT \S+ DUE TO|\bDUE TO (?:TIME LIMIT|PREEMPTION|"
+                r"NODE FAILURE)|job \d+ .*PREEMPTED|\bPREEMPTED\b"), "Job ended by the scheduler"),
+    (re.compile(r"^Killed$|[Rr]eceived (?:signal )?SIG(?:TERM|KILL|HUP|INT)\b|"
+                r"\bSignal \d+ \(SIG\w+\) received by PID|exits with return code = -\d+|"
+                r"failed \(exitcode: -\d+\) local_rank"), "Killed"),
     (re.compile(r"\b(?:loss|Loss|LOSS)(?: is|:|=)\s*-?(?:nan|NaN|NAN|inf|Inf|INF)\b|NaN or Inf found|"
                 r"non-finite loss"), "NaN/inf loss"),
     (re.compile(r"No space left on device|\[Errno 28\]"), "No space left on device"),
@@ -59,7 +77,16 @@ MARKERS: tuple[bytes, ...] = (
     b"out of memory", b"OutOfMemoryError", b"NCCL", b"Watchdog caught", b"Segmentation fault", b"core dumped",
     b"SIGSEGV", b"Killed", b"signal SIG", b"Received SIG", b"loss is", b"loss:", b"loss=", b"Loss is", b"Loss:",
     b"Loss=", b"LOSS", b"NaN or Inf", b"non-finite", b"No space left", b"Errno 28", b"EngineDeadError", b"EngineCore",
-    b"RPC call to", b"ray.exceptions.", b"RayTaskError", b"ActorDiedError")
+    b"RPC call to", b"ray.exceptions.", b"RayTaskError", b"ActorDiedError",
+    # launchers and schedulers (DeepSpeed, torchrun, SLURM)
+    b"CANCELLED", b"PREEMPT", b"SIGINT", b"exitcode", b"return code", b"Signal ", b"received SIG",
+    # the run's end, the training bar's total, transformers' logging interval
+    b"Training complete", b"raining finished", b"raining is", b"training complete", b"exits successfully",
+    b"tuning complete", b"tuning finished", b"total steps", b"Total steps",
+    b"Final validation metrics", b"train metrics", b"optimization steps", b"logging_steps",
+    # the generic reader's metric names and the step headers of block loggers (NeMo-RL)
+    b"loss", b"Loss", b"reward", b"Reward", b"REWARD", b"entropy", b"Entropy", b"kl", b"KL", b"grad_norm",
+    b"= Step ")
 _INTERESTING = re.compile(b"|".join(re.escape(m) for m in MARKERS))
 _EXC_SKIP = ("During handling", "The above exception", "Traceback")
 # crash kinds (spec: trainer-findings.md, log.crash), tried in order on "exception: message"
@@ -70,6 +97,8 @@ KINDS: list[tuple[str, re.Pattern[str]]] = [
     ("engine_dead", re.compile(r"EngineDeadError|engine died|EngineCore|RPC call .* timed out|RPC timeout", re.I)),
     ("import", re.compile(r"ImportError|ModuleNotFoundError|undefined symbol|failed to import", re.I)),
     ("disk", re.compile(r"No space left|Errno 28|PytorchStreamWriter failed|Disk quota exceeded", re.I)),
+    ("scheduler", re.compile(r"Job ended by the scheduler|DUE TO (?:TIME LIMIT|PREEMPTION|NODE FAILURE)|PREEMPTED|"
+                             r"CANCELLED AT", re.I)),
     ("signal", re.compile(r"SIGHUP|SIGTERM|SIGKILL|SIGSEGV|Segmentation fault|^Killed|signal \d+|exitcode\s*:\s*-\d",
                           re.I)),
     ("nonfinite", re.compile(r"NaN/inf loss|\bnan\b.*loss|loss.*\b(?:nan|inf)\b|non-finite", re.I)),
@@ -89,6 +118,7 @@ _TRAINERS: list[tuple[str, re.Pattern[str]]] = [
     ("openrlhf", re.compile(r"openrlhf", re.I)),
     ("nemo-rl", re.compile(r"nemo_rl|NeMo[- ]RL", re.I)),
     ("ms-swift", re.compile(r"\bswift\b|global_step/max_steps")),
+    ("llama-factory", re.compile(r"llamafactory|LLaMA-Factory|llama_factory")),
     ("trl", re.compile(r"GRPOTrainer|PPOTrainer|\btrl\b|unsloth", re.I)),
     ("transformers", re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*")),
 ]
@@ -108,21 +138,9 @@ def clean(text: str) -> str:
     return _RAY_REPEAT.sub("", text)
 
 
-_WRAPPERS = ("np.", "numpy.", "tensor", "torch.tensor")
-
-
 def parse_value(raw: str) -> float | None:
-    """A logged number: `0.5`, `nan`, or wrapped as `np.float64(0.5)` / `tensor(0.5, device='cuda:0')`."""
-    raw = raw.strip()
-    if raw.endswith(")"):  # wrapped: unwrap without paying for a failed float() first
-        m = _VALUE_WRAP.match(raw) if raw.startswith(_WRAPPERS) else None
-        if m is None:
-            return None
-        raw = m.group(1)
-    try:
-        return float(raw)
-    except ValueError:
-        return None
+    """A logged number: `0.5`, `'0.5'`, `nan`, `45%`, or wrapped as `np.float64(0.5)` / `tensor(0.5, device=...)`."""
+    return values.parse(raw)
 
 
 def parse_metric_line(text: str) -> dict[str, Any] | None:
@@ -154,12 +172,8 @@ def parse_dict_line(text: str) -> dict[str, Any] | None:
     row: dict[str, Any] = {}
     for m in _DICT_PAIR.finditer(s):
         key, raw = m.group("k"), m.group("v").strip()
-        if raw[:1] in "'\"":
-            inner = raw[1:-1]
-            if key == "global_step/max_steps":
-                row[key] = inner
-            elif inner.lower() in ("nan", "inf", "-inf"):
-                row[key] = float(inner)
+        if raw[:1] in "'\"" and key == "global_step/max_steps":
+            row[key] = raw[1:-1]
             continue
         value = parse_value(raw)
         if value is not None:
@@ -213,6 +227,17 @@ def _continues(tb: _Traceback, text: str, lineno: int) -> bool:
     return False
 
 
+@dataclass
+class _Bar:
+    """One progress bar, told apart from others by its total (training, evaluation, generation bars)."""
+
+    total: int
+    current: int
+    line: int
+    order: int  # which bar was seen first
+    restarts: int = 0  # times its count went back (an evaluation bar restarts at every evaluation)
+
+
 class Scanner:
     """The per-file state of one scan."""
 
@@ -221,17 +246,27 @@ class Scanner:
         self.tb: _Traceback | None = None
         self.errors: list[CrashInfo] = []  # errors since the last sign of progress (the current cascade)
         self.stride = 1
-        self.bar_step: int | None = None  # the training bar's current count (the step of TRL dict lines)
-        self.dict_rows = 0
+        self.bar_step: int | None = None  # the training bar's current count
+        self.bars: dict[int, _Bar] = {}
+        self.train_total: int | None = None  # the trainer's own banner ("Total optimization steps = N")
+        self.logging_steps: int | None = None
+        self.dict_rows = 0  # transformers dict rows read (each one logged row, stepped in `finish`)
         self.postfix: tuple[int, dict[str, float]] | None = None  # OpenRLHF: the last postfix of the current step
+        self.block: metricline.Block | None = None  # the NeMo-RL step block being read
+        self.block_step = 0
+        self.generic: list[tuple[dict[str, Any], int | None, int]] = []  # (row, step from the line, line)
+        self.generic_seen = 0
+        self.generic_example = ""
+        self.singles: list[tuple[int, str]] = []  # metric-looking lines with one pair: unread if they recur
 
     # -- progress ---------------------------------------------------------------------------------
     def progressed(self) -> None:
         self.errors.clear()
 
-    def add_row(self, row: dict[str, Any], lineno: int) -> None:
+    def add_row(self, row: dict[str, Any], lineno: int, reader: str = "verl") -> None:
         scan = self.scan
         scan.metric_steps += 1
+        scan.readers[reader] = scan.readers.get(reader, 0) + 1
         scan.last_step = int(row["step"])
         scan.last_step_line = lineno
         self.progressed()
@@ -244,9 +279,18 @@ class Scanner:
 
     def flush_postfix(self, lineno: int) -> None:
         if self.postfix is not None:
-            step, values = self.postfix
+            step, vals = self.postfix
             self.postfix = None
-            self.add_row({"step": step, **values}, lineno)
+            self.add_row({"step": step, **vals}, lineno, "tqdm postfix")
+
+    def flush_block(self) -> None:
+        blk, self.block = self.block, None
+        if blk is None or len(blk.row) < 2:
+            return
+        step = blk.step if blk.step > self.block_step else self.block_step + 1  # a new epoch restarts the count
+        self.block_step = step
+        self.scan.planned_steps = self.scan.planned_steps or blk.planned
+        self.add_row({"step": step, **blk.row}, blk.line, "step blocks")
 
     # -- errors -----------------------------------------------------------------------------------
     def error(self, exception: str, message: str, line: int, frames: list[Frame] | None = None,
@@ -268,8 +312,8 @@ class Scanner:
             return None
         last = self.errors[-1]
         root = last
-        if last.kind == "other" and _FOLLOW_ON.search(last.exception):
-            specific = [e for e in self.errors if e.kind != "other"]
+        if last.kind in ("other", "signal") and _FOLLOW_ON.search(last.exception + " " + last.message):
+            specific = [e for e in self.errors if e.kind not in ("other", "signal")]
             # an ImportError itself beats a RuntimeError that only says an import failed
             typed = [e for e in specific if _KIND_OF[e.kind].search(e.exception)]
             root = (typed or specific or [last])[0]
@@ -279,13 +323,18 @@ class Scanner:
         return CrashInfo(root.exception, root.message, root.line, root.fatal_pattern, root.kind, frame, cascade)
 
     # -- lines ------------------------------------------------------------------------------------
+    @property
+    def linewise(self) -> bool:
+        """Whether the next lines must be read one by one (a traceback or a step block is open)."""
+        return self.tb is not None or self.block is not None
+
     def line(self, raw: bytes, lineno: int) -> None:
         scan = self.scan
         if not scan.started and raw.strip():
             scan.started = True
         # the trainer's name and training evidence are looked for in the head of the log only: bounded work
         detecting = lineno <= DETECT_LINES and (scan.evidence is None or scan.trainer is None)
-        interesting = detecting or self.tb is not None or _INTERESTING.search(raw) is not None
+        interesting = detecting or self.linewise or _INTERESTING.search(raw) is not None
         if not interesting:
             return
         decoded = raw.decode("utf-8", errors="replace").rstrip("\r\n")
@@ -298,17 +347,63 @@ class Scanner:
             self.end_traceback()
         if len(text) > MAX_LINE:
             return
+        head = metricline.header(text) if (self.block is not None or b"Step " in raw) else None
+        if head is not None:
+            self.flush_block()
+            self.block = metricline.Block(head[0], head[1], lineno)
+            scan.evidence = scan.evidence or "step headers"
+            return
+        if self.block is not None:
+            before = len(self.block.row)
+            if not self.block.add(text):
+                self.flush_block()
+            elif len(self.block.row) > before:
+                return
         if b"step:" in raw:
             row = parse_metric_line(text)
-            if row is not None:
+            if row is not None and len(row) > 1:
                 self.add_row(row, lineno)
                 return
-        if b"Total training steps" in raw:
+            if row is not None:
+                scan.not_understood(lineno, text)
+                return
+        if b"Total training steps" in raw or b"optimization steps" in raw:
             m = _TOTAL_STEPS.search(text)
             if m:
-                scan.planned_steps = int(m.group(1))
+                total = int((m.group(1) or m.group(2)).replace(",", ""))
+                scan.planned_steps = total
+                self.train_total = total
+        if b"total steps" in raw or b"Total steps" in raw:
+            m = _PLANNED.search(text)
+            if m:
+                scan.planned_steps = int((m.group(1) or m.group(2)).replace(",", ""))
+        if b"logging_steps" in raw:
+            m = _LOGGING_STEPS.search(text)
+            if m and int(m.group(1)) > 0:
+                self.logging_steps = int(m.group(1))
+        if _COMPLETED.search(text):
+            scan.finished, scan.finished_line = "the trainer's completion line", lineno
+        consumed = False
         for seg in text.split("\r"):
-            self.segment(seg, lineno)
+            consumed = self.segment(seg, lineno) or consumed
+        if not consumed and self.block is None:
+            self.generic_line(text, lineno)
+
+    def generic_line(self, text: str, lineno: int) -> None:
+        got = metricline.parse_line(text)
+        if got is None:
+            if len(self.singles) < 1000 and metricline.METRIC_WORDS.search(text) and _ONE_PAIR.search(text):
+                self.singles.append((lineno, text))
+            return
+        row, step, planned = got
+        self.generic_seen += 1
+        if not self.generic_example:
+            self.generic_example = text
+        if len(self.generic) < MAX_METRIC_ROWS:
+            self.generic.append((row, step, lineno))
+        if planned and planned > 1:
+            self.scan.planned_steps = self.scan.planned_steps or planned
+        self.progressed()
 
     def detect(self, text: str) -> None:
         scan = self.scan
@@ -321,42 +416,78 @@ class Scanner:
         if scan.evidence is None and _EVIDENCE.search(text):
             scan.evidence = "trainer banner or metric names"
 
-    def segment(self, seg: str, lineno: int) -> None:
+    def bar(self, cur: int, tot: int, lineno: int) -> bool:
+        """Note one redraw of a bar; whether it is (as far as the log has told yet) the training bar."""
+        b = self.bars.get(tot)
+        if b is None:
+            if len(self.bars) >= MAX_BARS:
+                return False
+            b = self.bars[tot] = _Bar(tot, cur, lineno, len(self.bars))
+        elif cur < b.current:
+            b.restarts += 1
+        b.current, b.line = cur, lineno
+        train = self.train_bar()
+        return train is not None and train.total == tot
+
+    def train_bar(self) -> _Bar | None:
+        """The training bar: the one the banner's total names, else the first bar that never restarted (an
+        evaluation or generation bar restarts at each use), else the first bar."""
+        if not self.bars:
+            return None
+        if self.train_total is not None and self.train_total in self.bars:
+            return self.bars[self.train_total]
+        steady = [b for b in self.bars.values() if not b.restarts]
+        return min(steady or self.bars.values(), key=lambda b: b.order)
+
+    def progress_bar(self, cur: int, tot: int, rest: str, lineno: int) -> None:
+        scan = self.scan
+        if scan.progress_current is not None and cur > scan.progress_current:
+            self.progressed()
+        if not self.bar(cur, tot, lineno):
+            return
+        if self.postfix is not None and self.postfix[0] != cur:
+            self.flush_postfix(lineno)
+        scan.progress_current, scan.progress_total, scan.progress_line = cur, tot, lineno
+        scan.planned_steps = scan.planned_steps or tot
+        scan.evidence = scan.evidence or "a training progress bar"
+        self.bar_step = cur
+        vals = postfix_row(rest)
+        if vals and cur > 0:
+            self.postfix = (cur, vals)
+
+    def segment(self, seg: str, lineno: int) -> bool:
         scan = self.scan
         if "%|" in seg:
             pm = _PROGRESS.search(seg)
             if pm and (_TRAIN_BAR.search(pm.group("desc")) or not pm.group("desc").strip()) and not \
                     _OTHER_BAR.search(pm.group("desc")):
                 cur, tot = int(pm.group("cur")), int(pm.group("tot"))
-                if scan.progress_current is not None and cur > scan.progress_current:
-                    self.progressed()
-                if self.postfix is not None and self.postfix[0] != cur:
-                    self.flush_postfix(lineno)
-                scan.progress_current, scan.progress_total, scan.progress_line = cur, tot, lineno
-                scan.planned_steps = scan.planned_steps or tot
-                scan.evidence = scan.evidence or "a training progress bar"
-                self.bar_step = cur
-                values = postfix_row(pm.group("rest") or "")
-                if values and cur > 0:
-                    self.postfix = (cur, values)
-                return
+                rest = seg[pm.end():]
+                self.progress_bar(cur, tot, pm.group("rest") or "", lineno)
+                if "{" in rest:  # stdout's dict glued to stderr's bar redraw on one line (`2>&1`): its own row
+                    self.segment(rest[rest.index("{"):], lineno)
+                return True
         stripped = seg.strip()
         if stripped.startswith("{") and stripped.endswith("}"):
             row = parse_dict_line(stripped)
             if row is not None:
                 self.dict_row(row, lineno)
-                return
+                return True
+        if stripped.startswith(("{'", '{"')) and _DICT_METRIC.search(stripped):
+            self.scan.not_understood(lineno, stripped)  # a dict line cut or merged with other output
+            return True
         idx = seg.find("Traceback (most recent call last)")
         if idx >= 0:
             # a logger-printed traceback (ERROR:...:Traceback) is a handled error, not the end of the run
             self.tb = _Traceback(logged=idx > 0)
             if self.tb.logged:
                 scan.handled_tracebacks += 1
-            return
+            return True
         for pattern, label in _FATAL:
             if pattern.search(seg):
                 self.error(label, seg.strip()[:300], lineno, fatal=label)
-                break
+                return True
+        return False
 
     def dict_row(self, row: dict[str, Any], lineno: int) -> None:
         scan = self.scan
@@ -366,33 +497,120 @@ class Scanner:
             row["step"] = cur
             scan.planned_steps = tot
         if any(k.startswith("eval_") for k in row):
-            row.setdefault("step", self.bar_step if self.bar_step is not None else scan.last_step or 0)
+            # stepped in `finish`, after the training row it follows
+            row.setdefault(_AFTER, self.dict_rows)
             if len(scan.eval_rows) < MAX_EVAL_ROWS:
                 scan.eval_rows.append(row)
             return
         if any(k in row for k in ("train_runtime", "train_samples_per_second")):
-            return  # the final summary
+            scan.finished, scan.finished_line = "the final summary dict (train_runtime)", lineno
+            return
         if "step" not in row:
+            # each logged dict is one row; its step comes from the order, logging_steps or the bar (`finish`)
             self.dict_rows += 1
+            row[_ORD] = self.dict_rows
+            if self.bar_step is not None:
+                row[_BAR] = self.bar_step
             row["step"] = self.bar_step if self.bar_step is not None else self.dict_rows
         scan.evidence = scan.evidence or "trainer metric lines"
-        self.add_row(row, lineno)
+        self.add_row(row, lineno, "transformers dicts")
 
     def finish(self) -> LogScan:
         self.flush_postfix(self.scan.lines)
+        self.flush_block()
         self.end_traceback()
-        self.scan.crash = self.crash()
-        return self.scan
+        scan = self.scan
+        scan.crash = self.crash()
+        train = self.train_bar()
+        if train is not None:
+            scan.progress_current, scan.progress_total, scan.progress_line = train.current, train.total, train.line
+            if self.train_total is None:
+                scan.planned_steps = train.total if scan.planned_steps in (None, *self.bars) else scan.planned_steps
+            if train.current == train.total and train.total > 0 and scan.finished is None:
+                scan.finished, scan.finished_line = f"the training bar at {train.total}/{train.total}", train.line
+        self._step_dicts()
+        self._generic_rows()
+        if not scan.metric_steps and len(self.singles) >= MIN_GENERIC_ROWS:
+            for lineno, text in self.singles:
+                scan.not_understood(lineno, text)
+        return scan
+
+    def _step_dicts(self) -> None:
+        """Each transformers dict row gets its step: the bar's count when every row saw a later count than the
+        row before (an unbuffered log), else its order times logging_steps (or the stride the bar allows)."""
+        scan = self.scan
+        rows = [r for r in scan.metric_rows if _ORD in r]
+        if not rows and not any(_AFTER in r for r in scan.eval_rows):
+            return
+        bars = [r.get(_BAR) for r in rows]
+        distinct = all(isinstance(b, int) for b in bars) and all(
+            b2 > b1 for b1, b2 in zip(bars, bars[1:]))  # type: ignore[operator]
+        stride = self.logging_steps
+        if stride is None and not distinct:
+            fits = [int(r[_BAR]) // int(r[_ORD]) for r in rows if r.get(_BAR)]
+            stride = max(1, min(fits)) if fits and len(fits) == len(rows) else 1
+        steps: dict[int, int] = {}
+        fixed = []
+        for r in scan.metric_rows:
+            if _ORD not in r:
+                fixed.append(r)
+                continue
+            out = {k: v for k, v in r.items() if k not in (_ORD, _BAR)}
+            out["step"] = int(r[_BAR]) if distinct and stride is None else int(r[_ORD]) * (stride or 1)
+            steps[int(r[_ORD])] = out["step"]
+            fixed.append(out)
+        scan.metric_rows = fixed
+        if rows and fixed:
+            scan.last_step = max(int(r["step"]) for r in fixed)
+        evals = []
+        for r in scan.eval_rows:
+            if _AFTER in r:
+                after = int(r[_AFTER])
+                out = {k: v for k, v in r.items() if k != _AFTER}
+                out.setdefault("step", steps.get(after, after * (stride or 1)))
+                evals.append(out)
+            else:
+                evals.append(r)
+        scan.eval_rows = evals
+
+    def _generic_rows(self) -> None:
+        """Generic rows become metrics when no named reader gave any, in the line shapes that recur (a config
+        print happens once); a row without a step of its own is stepped by its order."""
+        scan = self.scan
+        if not self.generic or scan.metric_steps:
+            return
+        shapes: dict[frozenset[str], int] = {}
+        for row, _step, _line in self.generic:
+            key = frozenset(row)
+            shapes[key] = shapes.get(key, 0) + 1
+        kept = [(row, step, line) for row, step, line in self.generic if shapes[frozenset(row)] >= MIN_GENERIC_ROWS]
+        if any(step is not None for _row, step, _line in kept):
+            # lines that name their step are the training rows; shapes without one are per-sample or asides
+            stepped = {frozenset(row) for row, step, _line in kept if step is not None}
+            kept = [k for k in kept if frozenset(k[0]) in stepped]
+        order, last = 0, 0
+        for row, step, line in kept:
+            if all(_EVAL_KEY.match(k) for k in row):
+                if len(scan.eval_rows) < MAX_EVAL_ROWS:
+                    scan.eval_rows.append({"step": last, **row})
+                continue
+            order += 1
+            last = step if step is not None else order
+            self.add_row({"step": last, **row}, line, "generic lines")
+        if not scan.metric_steps and len(self.generic) >= MIN_GENERIC_ROWS:
+            for _row, _step, line in self.generic[:10]:
+                scan.not_understood(line, self.generic_example)
 
     def snapshot(self) -> LogScan:
         """What `finish` would give now, leaving the scanner able to read on (a log still being written)."""
-        saved = (self.scan, self.tb, list(self.errors), self.postfix, self.stride)
+        saved = (self.scan, self.tb, list(self.errors), self.postfix, self.stride, self.block, self.block_step)
         self.scan = dataclasses.replace(self.scan, metric_rows=list(self.scan.metric_rows),
-                                        eval_rows=list(self.scan.eval_rows))
+                                        eval_rows=list(self.scan.eval_rows), readers=dict(self.scan.readers),
+                                        unread_lines=list(self.scan.unread_lines))
         try:
             return self.finish()
         finally:
-            self.scan, self.tb, self.errors, self.postfix, self.stride = saved
+            self.scan, self.tb, self.errors, self.postfix, self.stride, self.block, self.block_step = saved
 
 
 def scan_log_lines(path: Path, rel: str) -> LogScan:
@@ -436,8 +654,8 @@ def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, job
     (`end` is a line's end or the file's); returns the lines read in all. The head and tracebacks go line by
     line, the rest by blocks, where markers are. `triage watch` calls it again for each appended range."""
     fh.seek(start)
-    if lineno < DETECT_LINES or sc.tb is not None:
-        lineno = _read_lines(sc, fh, lineno, lambda n: (n >= DETECT_LINES and sc.tb is None) or fh.tell() >= end)
+    if lineno < DETECT_LINES or sc.linewise:
+        lineno = _read_lines(sc, fh, lineno, lambda n: (n >= DETECT_LINES and not sc.linewise) or fh.tell() >= end)
     reached = fh.tell()
     if reached >= end:
         return lineno
@@ -452,9 +670,9 @@ def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, job
                 sc.scan.started = True
                 continue
             sc.line(raw, at)
-            if sc.tb is not None:  # a traceback: read on line by line until it ends
+            if sc.linewise:  # a traceback or a step block: read on line by line until it ends
                 fh.seek(at_byte + len(raw))
-                _read_lines(sc, fh, at, lambda _n: sc.tb is None or fh.tell() >= end)
+                _read_lines(sc, fh, at, lambda _n: not sc.linewise or fh.tell() >= end)
                 reached = fh.tell()
         before += blk.newlines
     tail = os.pread(fh.fileno(), 1, end - 1)

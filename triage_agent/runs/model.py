@@ -108,12 +108,40 @@ class LogScan:
     planned_steps: int | None = None  # "Total training steps: N" (verl) or a training bar's N/TOTAL
     trainer: str | None = None  # which trainer wrote it, when the log says (banner, metric names, config dump)
     evidence: str | None = None  # what shows this is a training log (None: nothing does)
+    # the run's end as the log tells it (lifecycle.py): the final summary dict, a completion line
+    finished: str | None = None
+    finished_line: int | None = None
+    # metric-looking lines no reader understood: how many, their first line numbers, one example
+    unread: int = 0
+    unread_lines: list[int] = field(default_factory=list)
+    unread_example: str | None = None
+    readers: dict[str, int] = field(default_factory=dict)  # reader name -> metric rows it gave
+
+    def not_understood(self, lineno: int, text: str) -> None:
+        self.unread += 1
+        if len(self.unread_lines) < 10:
+            self.unread_lines.append(lineno)
+        if self.unread_example is None:
+            self.unread_example = text.strip()[:200]
 
 
 @dataclass(frozen=True)
 class SourceFile:
     path: str
     role: str
+    rows: int | None = None  # metric rows the file gave (None: not a metrics file)
+    read_as: str | None = None  # what it was read as, when more specific than its role (e.g. "log: trl dicts")
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Metric data in a file that was not read (`data.unread`): the file, how many lines, which, an example."""
+
+    file: str
+    count: int
+    lines: tuple[int, ...]
+    example: str | None
+    why: str
 
 
 @dataclass
@@ -147,6 +175,11 @@ class Run:
     display: str | None = None  # where the run lives when it is not `root` (a remote URL mirrored locally)
     paradigm: str = "unknown"  # one of PARADIGMS
     paradigm_evidence: list[str] = field(default_factory=list)  # what decided it (metric names, config, banner)
+    unread: list[Unread] = field(default_factory=list)  # metric data that was not read (data.unread)
+    # finished, crashed, stopped_early, in_progress or unknown (runs/lifecycle.py), and the evidence that decided
+    lifecycle: str = "unknown"
+    finished: str | None = None  # a structured file's own evidence that the run finished (a final summary row)
+    lifecycle_evidence: str | None = None
 
     @property
     def where(self) -> str:

@@ -25,7 +25,9 @@ MAX_LISTED = 200_000  # files looked at while splitting; past this the listing s
 PART_NAMES = ("configs", "config", ".hydra", "logs", "log", "runs", "tensorboard", "tensorboard_log", "tb",
               "tb_logs", "events", "checkpoint-*", "checkpoints", "ckpt", "ckpts", "global_step*", "rollouts",
               "rollout_data", "rollout_data_dir", "samples", "generations", "eval", "evals", "metrics", "files",
-              "latest-run", "plots", "artifacts")
+              "latest-run", "plots", "artifacts",
+              # the role folders of the spec's run families (run-format.md): parts of one run, never a sweep
+              "policy", "solver", "calibration", "selector", "generator", "data", "datasets", "round*", "*_round*")
 _RUN_DIR = re.compile(r"^(offline-)?run-")  # a W&B run folder inside wandb/
 
 
@@ -98,7 +100,7 @@ def _walk(root: Path, notes: list[str]) -> _Node:
             nodes[key] = child
             here.children.append(child)
         for name in sorted(filenames):
-            if name.startswith("."):
+            if disc.skipped(name):
                 continue
             listed += 1
             if listed > MAX_LISTED:

@@ -6,19 +6,31 @@ Discovery asks each format's `sniff` in this order; loading calls the matching `
 
 from __future__ import annotations
 
-from triage_agent.runs.formats import console, rollouts, swift, tensorboard, trl, verl, wandb
+from triage_agent.runs.formats import (
+    console,
+    llamafactory,
+    rollouts,
+    swift,
+    table,
+    tensorboard,
+    trl,
+    verl,
+    wandb,
+)
 from triage_agent.runs.formats.base import Format, FormatRead
 
 FORMATS: tuple[Format, ...] = (
     tensorboard.FORMAT,
     wandb.BINARY,
-    console.FORMAT,
     wandb.SUMMARY,
     wandb.HISTORY,
     trl.FORMAT,
     swift.FORMAT,
     rollouts.FORMAT,
     verl.JSONL,
+    llamafactory.FORMAT,
+    table.FORMAT,  # any other metrics table, by content: after every named format
+    console.FORMAT,  # text with training output, by content (any name, hidden or rotated)
 )
 BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
 

@@ -10,21 +10,17 @@ from typing import Any, Literal
 
 import numpy as np
 
+from triage_agent.runs import values
 from triage_agent.runs.model import LogScan, ParseError
 
 
 def number(v: Any) -> float | None:
-    """A metric value as a float: ints and floats (not bools), and the strings NaN and inf; else None."""
-    if isinstance(v, bool):
+    """A metric value as a float, whatever shape it was logged in (runs/values.py: strings, `np.float64(...)`,
+    tensors, percentages, nan/inf); None for what is no number (bools, times, an integer past float's range)."""
+    try:
+        return values.number(v)
+    except OverflowError:  # an integer past float's range is no metric
         return None
-    if isinstance(v, (int, float)):
-        try:
-            return float(v)
-        except OverflowError:  # an integer past float's range is no metric
-            return None
-    if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity"):
-        return float(v.strip().lower().replace("infinity", "inf"))
-    return None
 
 
 _NUMBERS = {float, int}
@@ -122,6 +118,12 @@ class FormatRead:
     planned_steps: int | None = None  # the planned total, when the file says
     config: dict[str, Any] | None = None  # a config the file carries (W&B config, trainer_state args)
     trainer: str | None = None
+    finished: str | None = None  # the file's own evidence that the run finished (a final summary row)
+
+    @property
+    def row_count(self) -> int:
+        """Training rows read, whether handed over as dicts or as columns."""
+        return len(self.rows) + (self.columns.n if self.columns is not None else 0)
 
 
 # How `triage watch` follows a file of the format between passes:

@@ -23,17 +23,21 @@ from triage_agent.runs.formats.base import number as _number
 # canonical -> names, first match wins. Sources: TRL GRPOTrainer._metrics, verl metric_utils.py,
 # OpenRLHF ppo_trainer status dict, NeMo-RL grpo.py metrics, ms-swift GRPO logs (see the spec's table).
 ALIASES: dict[str, tuple[str, ...]] = {
-    "reward": ("reward", "critic/score/mean", "env/reward_mean", "objective/scores", "rewards/mean"),
+    "reward": ("reward", "critic/score/mean", "env/reward_mean", "objective/scores", "rewards/mean",
+               # custom loops (issue 22's corpus) and NeMo-RL's console ("Avg Reward")
+               "mean_reward", "reward_mean", "avg_reward", "average_reward", "rewards"),
     # verl's optimised reward (score plus penalties); compared with the task score for hacking
     "optimized_reward": ("critic/rewards/mean",),
     "reward_std": ("reward_std", "critic/score/std", "group_reward_std"),
     "zero_std_share": ("frac_reward_zero_std",),
     "entropy": ("entropy", "actor/entropy", "approx_entropy", "entropy/mean", "objective/entropy"),
-    "kl": ("kl", "actor/kl_loss", "actor/ppo_kl", "ppo_kl", "kl_penalty", "objective/kl", "critic/kl"),
+    "kl": ("kl", "actor/kl_loss", "actor/ppo_kl", "ppo_kl", "kl_penalty", "objective/kl", "critic/kl",
+           "kl_divergence", "kl_div", "approx_kl"),
     "grad_norm": ("grad_norm", "actor/grad_norm", "actor_grad_norm"),
     "loss": ("loss", "actor/pg_loss", "policy_loss", "act_loss"),
     "length": ("completions/mean_length", "completion_length", "response_length/mean", "response_length",
-               "gen_len", "mean_gen_tokens_per_sample"),
+               "gen_len", "mean_gen_tokens_per_sample", "completion_len", "mean_completion_length",
+               "mean_generation_length", "response_len"),
     "clipped_share": ("completions/clipped_ratio", "response_length/clip_ratio", "truncation_rate"),
     "lr": ("learning_rate", "actor/lr", "actor_lr", "act_lr", "lr"),
     "is_ratio": ("sampling/importance_sampling_ratio/mean", "rollout_probs_diff_mean", "vllm_kl",

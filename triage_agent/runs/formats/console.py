@@ -1,9 +1,11 @@
-"""Console output of any trainer (verl, TRL/transformers, ms-swift, OpenRLHF, NeMo-RL), whatever its name.
+"""Console output of any trainer or custom loop (verl, TRL/transformers, ms-swift, OpenRLHF, NeMo-RL, LLaMA-Factory,
+DeepSpeed or torchrun launches), whatever its name.
 
-A `*.log` is always read as a log. Any other text file (`nohup.out`, `train.txt`, `slurm-123.out`,
-W&B's `files/output.log`, a terminal capture pasted into a `.md`) is read when its first or last
-64 KiB hold training output: verl metric lines, trainer dict lines, a training progress bar, or a
-Python traceback next to a trainer's name.
+A `*.log` (and a rotated `*.log.1`) is always read as a log. Any other file that is text, not a structured
+document or source code (`nohup.out`, `train.txt`, `slurm-123.out`, a hidden `.docker_run.log`, a file with no
+extension, a terminal capture pasted into a `.md`) is read when its first or last 64 KiB hold training output:
+verl metric lines, trainer dict lines, a training progress bar, step headers, recurring metric lines of a custom
+loop, or a Python traceback next to a trainer's name.
 """
 
 from __future__ import annotations
@@ -11,15 +13,23 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from triage_agent.runs import metricline
 from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.logs import scan_log
 
 SNIFF_BYTES = 1 << 16
-TEXT_SUFFIXES = ("", ".out", ".txt", ".md", ".err", ".stdout", ".stderr", ".console")
+# structured documents, code and media: never a console capture (their own readers, or nothing, take them)
+NOT_TEXT = (".json", ".jsonl", ".yaml", ".yml", ".toml", ".csv", ".tsv", ".parquet", ".py", ".pyc", ".sh", ".ipynb",
+            ".js", ".ts", ".c", ".cc", ".cpp", ".h", ".rs", ".go", ".java", ".html", ".css", ".xml", ".svg", ".cfg",
+            ".ini", ".lock", ".tex", ".bib", ".rst")
+_ROTATED = re.compile(r"\.(?:log|out|txt)\.\d+$", re.I)
 _METRICS = re.compile(rb"step:\d+ - [\w/@.-]+:|\{'(?:loss|reward|grad_norm|learning_rate|kl|entropy)'\s*:|"
                       rb"'global_step/max_steps'|\d+/\d+ \[[\d:]+<[\d:?]+,[^\]]*(?:act_loss|reward|kl)=")
 _CRASH = re.compile(rb"Traceback \(most recent call last\)|CUDA out of memory|Watchdog caught collective")
-_TRAINER = re.compile(rb"verl|trl|transformers|GRPO|PPO|openrlhf|nemo_rl|swift|deepspeed|accelerate|torchrun|"
+# a scheduler's or launcher's own words: a run's end whatever else the file holds
+_ENDED = re.compile(rb"slurmstepd: error: \*\*\* (?:JOB|STEP) \d+|DUE TO TIME LIMIT \*\*\*|sigkill_handler\]|"
+                    rb"torch\.distributed\.elastic\.multiprocessing\.errors\.ChildFailedError")
+_TRAINER = re.compile(rb"verl|trl|transformers|GRPO|PPO|openrlhf|nemo_rl|swift|deepspeed|accelerate|torchrun|llamafactory|"
                       rb"Running training|Training Progress", re.I)
 
 
@@ -37,16 +47,30 @@ def _ends(path: Path) -> bytes:
         return b""
 
 
+def _recurring_metrics(data: bytes) -> bool:
+    """Step headers, or at least three lines the generic metric-line reader takes (a custom loop's log)."""
+    text = data.decode("utf-8", "replace")
+    hits = 0
+    for line in text.splitlines():
+        if len(line) > 4096:
+            continue
+        if metricline.header(line) or (metricline.METRIC_WORDS.search(line) and metricline.parse_line(line)):
+            hits += 1
+            if hits >= 3:
+                return True
+    return False
+
+
 def sniff(path: Path, rel: str) -> bool:
     suffix = path.suffix.lower()
-    if suffix == ".log":
+    if suffix == ".log" or _ROTATED.search(path.name):
         return True
-    if suffix not in TEXT_SUFFIXES or not path.is_file():
+    if suffix in NOT_TEXT or not path.is_file():
         return False
     data = _ends(path)
     if b"\x00" in data[:4096]:
         return False  # binary
-    if _METRICS.search(data):
+    if _METRICS.search(data) or _ENDED.search(data) or _recurring_metrics(data):
         return True
     # a crash counts only beside a trainer's name, and never in Markdown prose
     return suffix != ".md" and bool(_CRASH.search(data) and _TRAINER.search(data))

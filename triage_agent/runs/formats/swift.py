@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from triage_agent.runs import values
 from triage_agent.runs.formats.base import Format, FormatRead, head_bytes
 from triage_agent.runs.model import ParseError
 from triage_agent.runs.tables import iter_json_objects
@@ -37,13 +38,15 @@ def _read(path: Path, rel: str) -> FormatRead:
         step, total = int(m.group(1)), int(m.group(2))
         got.planned_steps = total
         if any(k in obj for k in ("train_runtime", "train_samples_per_second")):
+            got.finished = f"the final summary row (line {i})"
             continue
         row: dict[str, Any] = {"step": step}
         for k, v in obj.items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                row[k] = v
-            elif isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf"):
-                row[k] = float(v)
+            if k in ("percentage", "elapsed_time", "remaining_time"):
+                continue  # progress and clock strings, not metrics
+            n = values.number(v)
+            if n is not None:
+                row[k] = n
         (got.eval_rows if any(k.startswith("eval_") for k in row) else got.rows).append(row)
     got.errors = errors
     return got

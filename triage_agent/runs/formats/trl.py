@@ -54,12 +54,14 @@ def read_trainer_state(path: Path, rel: str) -> tuple[Columns, list[dict[str, An
     errors: list[ParseError] = []
     train: list[Columns] = []
     evals: list[dict[str, Any]] = []
+    rows: list[Any] = []
     for lo in range(0, len(spans), BATCH):
         batch = spans[lo:lo + BATCH]
         rows = _parse(data, batch, rel, errors)
         kept = _split(rows, lo, evals, errors, rel)
         if kept:
             train.append(Columns.from_rows(kept))
+    header["_summary"] = _has_summary(rows[-3:])
     return Columns.concat(train), evals, header, errors
 
 
@@ -237,7 +239,13 @@ def _whole(data: bytes, rel: str) -> tuple[Columns, list[dict[str, Any]], dict[s
     evals: list[dict[str, Any]] = []
     train = _split(history, 0, evals, errors, rel)
     header = {k: v for k, v in doc.items() if k != "log_history"}
+    header["_summary"] = _has_summary(history[-3:])
     return Columns.from_rows(train), evals, header, errors
+
+
+def _has_summary(last: list[Any]) -> bool:
+    """Whether the history ends with the trainer's final summary row (train_runtime...): the run finished."""
+    return any(isinstance(r, dict) and any(k in r for k in SUMMARY_KEYS) for r in last)
 
 
 def _sniff(path: Path, rel: str) -> bool:
@@ -257,9 +265,13 @@ def _sniff(path: Path, rel: str) -> bool:
 
 def _read(path: Path, rel: str) -> FormatRead:
     train, evals, header, errors = read_trainer_state(path, rel)
+    finished = "the final summary row (train_runtime)" if header.get("_summary") else None
+    gs, ms = header.get("global_step"), header.get("max_steps")
+    if finished is None and isinstance(gs, int) and isinstance(ms, int) and 0 < ms <= gs:
+        finished = f"global_step {gs} reached max_steps {ms}"
     notes = [f"{rel}: {len(evals)} eval rows (eval_*) kept apart from training rows"] if evals else []
     planned = header.get("max_steps")
-    return FormatRead(columns=train, errors=errors, notes=notes, eval_rows=evals, trainer="trl",
+    return FormatRead(columns=train, errors=errors, notes=notes, eval_rows=evals, trainer="trl", finished=finished,
                       planned_steps=planned if isinstance(planned, int) and planned > 0 else None)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from triage_agent import safejson
+from triage_agent.runs import values
 from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.model import ParseError
 from triage_agent.runs.tables import iter_json_objects
@@ -24,7 +25,7 @@ def read_history(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[Parse
         if step is None:
             errors.append(ParseError(rel, i, "row has no step"))
             continue
-        row = {k: v for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        row = {k: n for k, n in ((k, values.number(v)) for k, v in obj.items()) if n is not None}
         row["step"] = step
         rows.append(row)
     return rows, errors

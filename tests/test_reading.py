@@ -1,0 +1,396 @@
+"""Issue 22: every run is read, whatever its trainer and file names, and what was not read is said.
+
+Inputs are written line by line the way each trainer prints them (transformers' ProgressCallback writes
+`str(logs)` dicts between tqdm redraws; NeMo-RL's grpo.py prints `===== Step N/T =====` then `  • Key: value`;
+DeepSpeed's launcher, torchrun and SLURM print their own endings). Expected numbers are worked out here from the
+way the lines were made, never read back from triage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, SAMPLES, finding_ids
+from triage_agent.commands.inspect import inspect
+from triage_agent.commands.watch import WatchState, evaluate_pass
+from triage_agent.findings.facts import resolve
+from triage_agent.runs import metricline
+from triage_agent.runs.load import load_run
+from triage_agent.runs.logs import scan_log
+from triage_agent.runs.sweep import split_runs
+
+CORPUS = REPO / "tests" / "real_runs"
+YEAR = 365 * 86400.0
+
+
+def bar(cur: int, total: int) -> str:
+    pct = cur * 100 // total
+    return f"\r{pct:3d}%|{'█' * (pct // 10):10s}| {cur}/{total} [00:{cur % 60:02d}<01:00,  1.00s/it]"
+
+
+def trl_row(i: int, *, quoted: bool = False) -> str:
+    """The i-th (1-based) logged dict of a GRPO run whose KL grows 1000x and whose grad norm spikes at row 80."""
+    kl = 0.005 * 1000 ** ((i - 1) / 92)  # 0.005 -> 5.0 over 93 rows
+    grad = 1927.0 if i == 80 else 0.4 + 0.01 * (i % 5)
+    vals = {"loss": 0.01, "grad_norm": grad, "learning_rate": 1e-06, "reward": 0.5, "reward_std": 0.3,
+            "kl": round(kl, 6), "entropy": 0.9, "epoch": round(i * 10 / 930, 4)}
+    if quoted:
+        return "{" + ", ".join(f"'{k}': '{v}'" for k, v in vals.items()) + "}"
+    return str(vals)
+
+
+def burst_log(rows: int = 93, every: int = 10, total: int = 930, burst: int = 31) -> str:
+    """stdout block-buffered under `> log 2>&1`: the dict lines arrive `burst` at a time, long after the bar that
+    stderr kept redrawing unbuffered (with carriage returns) passed their steps."""
+    out = ["***** Running training *****", "  Num examples = 7,473", "  Num Epochs = 1",
+           f"  Total optimization steps = {total:,}", "  Number of trainable parameters = 18,464,768"]
+    pending: list[str] = []
+    line = ""
+    for step in range(1, total + 1):
+        line += bar(step, total)
+        if step % every == 0 and step // every <= rows:
+            pending.append(trl_row(step // every))
+        if len(pending) == burst or (step == total and pending):
+            out.append(line)
+            line = ""
+            out += pending
+            pending = []
+    out.append(line)
+    out.append("{'train_runtime': 3600.0, 'train_samples_per_second': 2.0, 'train_steps_per_second': 0.26, "
+               "'train_loss': 0.01, 'epoch': 1.0}")
+    return "\n".join(out) + "\n"
+
+
+# -- item 3: transformers console rows -------------------------------------------------------------
+def test_burst_buffered_trl_log_keeps_every_row_at_its_step(make_run):
+    root = make_run({"nohup.out": burst_log()})
+    rep = inspect(root, now=time.time() + YEAR)
+    m = rep.run.metrics.frame
+    assert len(m) == 93  # each logged dict is one row, not 3 (one per burst)
+    assert m["step"].tolist() == [10 * i for i in range(1, 94)]  # logging every 10 steps of 930
+    assert m["kl"].iloc[-1] / m["kl"].iloc[0] == pytest.approx(1000, rel=1e-3)
+    assert m.loc[m["step"] == 800, "grad_norm"].item() == 1927.0
+    ids = finding_ids(rep, "medium")
+    assert {"policy.kl_explosion", "optim.grad_norm_spike"} <= ids
+    assert "data.unread" not in ids and "run.stopped_early" not in ids
+    assert rep.run.lifecycle == "finished" and "train_runtime" in (rep.run.lifecycle_evidence or "")
+    (f,) = rep.run.files
+    assert f.rows == 93 and f.read_as == "transformers dicts 93"
+
+
+def test_unbuffered_trl_log_steps_rows_by_the_bar(make_run):
+    # each dict follows the bar at its own step, logging_first_step and then every 7 steps: the bar gives them
+    lines = []
+    steps = [1] + list(range(7, 71, 7))
+    for s in range(1, 71):
+        lines.append(bar(s, 70).lstrip("\r"))
+        if s in steps:
+            lines.append(str({"loss": 0.1, "reward": s / 100, "epoch": s / 70}))
+    scan = scan_log(write_text(make_run({}), "train.log", "\n".join(lines) + "\n"), "train.log")
+    assert [r["step"] for r in scan.metric_rows] == steps
+
+
+def test_a_dict_glued_to_a_bar_redraw_is_its_own_row(make_run):
+    # under `2>&1` stdout's dict can land right after stderr's bar redraw, on the same line
+    text = "".join(bar(s, 50) + (str({"loss": 0.1, "reward": s / 50}) + "\n" if s % 5 == 0 else "")
+                   for s in range(1, 51))
+    scan = scan_log(write_text(make_run({}), "train.log", text), "train.log")
+    assert [r["step"] for r in scan.metric_rows] == list(range(5, 51, 5))
+    assert scan.metric_rows[-1]["reward"] == 1.0
+
+
+def test_string_valued_metrics_are_numbers(make_run):
+    text = "\n".join(bar(i * 10, 930).lstrip("\r") + "\n" + trl_row(i, quoted=True) for i in range(1, 21)) + "\n"
+    run = load_run(make_run({"train.log": text}))
+    m = run.metrics.frame
+    assert len(m) == 20 and m["reward"].tolist() == [0.5] * 20
+    assert m["grad_norm"].iloc[0] == pytest.approx(0.41)
+    # and in a JSON-lines table: the same strings read as the same numbers
+    rows = "\n".join(json.dumps({"step": i, "reward": "0", "kl": f"{0.01 * i}", "loss": "nan"}) for i in range(1, 6))
+    run = load_run(make_run({"metrics.jsonl": rows + "\n"}))
+    assert run.metrics.frame["reward"].tolist() == [0.0] * 5
+    assert run.metrics.frame["kl"].tolist() == pytest.approx([0.01, 0.02, 0.03, 0.04, 0.05])
+    assert run.nonfinite["loss"] == (1, 5)
+
+
+def test_final_evaluation_bar_is_not_the_training_bar(make_run):
+    # a finished DPO run: training bar 170, evaluation bars 72/72 (no description), the last one after training
+    lines = ["***** Running training *****", "  Total optimization steps = 170"]
+    for s in range(1, 171):
+        lines.append(bar(s, 170).lstrip("\r"))
+        if s % 10 == 0:
+            lines.append(str({"loss": 0.69 - s / 1000, "rewards/chosen": 0.01, "rewards/accuracies": 0.7,
+                              "epoch": s / 170}))
+        if s in (85, 170):
+            lines += [bar(e, 72).lstrip("\r") for e in range(0, 73, 8)]
+            lines.append(str({"eval_loss": 0.68, "eval_rewards/accuracies": 0.7, "epoch": s / 170}))
+    root = make_run({"dpo.log": "\n".join(lines) + "\n"})
+    rep = inspect(root, now=time.time() + YEAR)
+    (scan,) = rep.run.logs
+    assert (scan.progress_current, scan.progress_total) == (170, 170)
+    assert rep.run.lifecycle == "finished" and "170/170" in (rep.run.lifecycle_evidence or "")
+    assert "run.stopped_early" not in finding_ids(rep)
+    assert [r["step"] for r in scan.eval_rows] == [80, 170]  # after the training row each followed
+
+
+# -- items 1 and 2: discovery by content, the generic reader -----------------------------------------
+def write_text(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", [".docker_run.log", "train_output.txt", "capture.md", "stdout", "train.log.1"])
+def test_console_captures_of_any_name_are_read(make_run, name):
+    text = "\n".join(bar(i * 10, 300).lstrip("\r") + "\n" + trl_row(i) for i in range(1, 31)) + "\n"
+    root = make_run({name: text})
+    run = load_run(root)
+    assert [f.path for f in run.files] == [name]
+    assert len(run.metrics.frame) == 30
+
+
+def test_weights_and_binaries_are_never_opened(make_run, monkeypatch):
+    root = make_run({"metrics.jsonl": "\n".join(json.dumps({"step": i, "reward": 0.1 * i}) for i in range(1, 4))})
+    (root / "model.safetensors").write_bytes(b"\x00" * 64)
+    (root / "blob").write_bytes(b"\x00\x01\x02binary")
+    opened: list[str] = []
+    real_open = Path.open
+
+    def spy(self, *a, **k):  # noqa: ANN001, ANN002, ANN003
+        opened.append(self.name)
+        return real_open(self, *a, **k)
+
+    monkeypatch.setattr(Path, "open", spy)
+    run = load_run(root)
+    assert "model.safetensors" not in opened
+    assert [f.path for f in run.files] == ["metrics.jsonl"]
+
+
+def test_custom_metrics_jsonl_with_trl_names(make_run):
+    # a hand-written GRPO loop that logs TRL's own metric names under its own file name
+    rows = [{"iteration": i, "reward": 0.8 - 0.7 * i / 39, "kl": 0.001, "entropy": 1.2 * 0.9 ** i,
+             "completions/mean_length": 300.0, "time": "12:00"} for i in range(40)]
+    root = make_run({"logs/metrics.jsonl": "\n".join(json.dumps(r) for r in rows) + "\n"})
+    rep = inspect(root, now=time.time() + YEAR)
+    m = rep.run.metrics.frame
+    assert m["step"].tolist() == list(range(40))
+    assert m["entropy"].iloc[-1] == pytest.approx(1.2 * 0.9 ** 39)
+    assert "policy.entropy_collapse" in finding_ids(rep, "medium")  # tail/head far below 0.25
+
+
+def test_custom_loop_lines_with_step_fractions(make_run):
+    # `Epoch:[1/1](N/500), Reward: ...` lines amid other output, and per-batch `rewards: tensor([...])` lines
+    lines = ["Loading model...", "trainable params: 4,194,304"]
+    for n in range(1, 41):
+        lines.append(f"rewards: tensor([1., 0., {n % 2}., 1.], device='cuda:0')")
+        lines.append(f"Epoch:[1/1]({n}/500), Reward: {0.25 + 0.01 * n:.4f}, KL: 0.0010, Loss: 0.3000, lr: 1e-06")
+    scan = scan_log(write_text(make_run({}), "out.txt", "\n".join(lines) + "\n"), "out.txt")
+    assert [r["step"] for r in scan.metric_rows] == list(range(1, 41))
+    assert scan.metric_rows[9]["reward"] == pytest.approx(0.35)
+    assert scan.planned_steps == 500
+
+
+def test_per_batch_tensor_lines_give_the_mean_and_the_spread():
+    row, step, _ = metricline.parse_line("rewards: tensor([1., 0., 0., 1.], device='cuda:0')")
+    assert step is None and row["rewards"] == 0.5 and row["rewards_batch_std"] == 0.5
+
+
+NEMO_STEP = """
+========================= Step {n}/{t} =========================
+▶ Preparing batch...
+▶ Generating responses for batch of size 512...
+▶ Processing rewards...
+▶ Computing advantages...
+▶ Training policy...
+
+📊 Training Results:
+  • Loss: {loss:.4f}
+  • Avg Reward: {reward:.4f}
+  • Mean Generation Length: {length:.4f}
+
+⏱️  Timing:
+  • Total step time: 45.23s
+  • generation: 20.11s (44.5%)
+  • policy_training: 15.02s (33.2%)
+"""
+
+
+def test_nemo_rl_console_blocks(make_run):
+    text = "Loaded nemo_rl GRPO config\n" + "".join(
+        NEMO_STEP.format(n=n, t=50, loss=0.05, reward=0.2 + 0.01 * n, length=400 - 5 * n) for n in range(1, 21))
+    run = load_run(make_run({"grpo_console.txt": text}))
+    m = run.metrics.frame
+    assert m["step"].tolist() == list(range(1, 21))
+    assert m["reward"].tolist() == pytest.approx([0.2 + 0.01 * n for n in range(1, 21)])
+    assert m["length"].iloc[-1] == pytest.approx(300.0)
+    assert run.planned_steps is not None and run.planned_steps[0] == 50
+    assert run.trainer == "nemo-rl"
+
+
+def test_calibforge_role_folders_are_one_run(tmp_path):
+    # the spec's solver-calibration family with its files in role folders: one run, never a sweep
+    src = SAMPLES / "reward_hacking"
+    root = tmp_path / "calibforge"
+    for rel, dest in [("configs/calibration_config.yaml", "configs/calibration_config.yaml"),
+                      ("eval/eval_history.csv", "eval/eval_history.csv"),
+                      ("eval/solver_scores.parquet", "solver/solver_scores.parquet"),
+                      ("calibration/calibration_events.jsonl", "calibration/calibration_events.jsonl"),
+                      ("calibration/perturbations.csv", "calibration/perturbations.csv")]:
+        (root / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / rel, root / dest)
+    write_text(root, "policy/train.log", "\n".join(bar(i, 40).lstrip("\r") + "\n" + str({"loss": 0.1, "reward": 0.5})
+                                                   for i in range(1, 41)) + "\n")
+    write_text(root, "data/prompts.txt", "Write a function that adds two numbers.\n")
+    split = split_runs(root)
+    assert [r.name for r in split.runs] == ["."]
+    want = {f for f in finding_ids(inspect(src)) if f.startswith(("calibration.", "hacking."))}
+    got = finding_ids(inspect(root))
+    assert want and want <= got
+
+
+# -- item 4: launchers and schedulers -----------------------------------------------------------------
+@pytest.mark.parametrize(("tail", "kind"), [
+    ("[2025-02-20 20:27:14,902] [INFO] [launch.py:328:sigkill_handler] Main process received SIGINT, exiting",
+     "signal"),
+    ("[2024-05-01 10:00:00,000] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) "
+     "local_rank: 0 (pid: 4123) of binary: /usr/bin/python", "signal"),
+    ("slurmstepd: error: *** JOB 10416254 ON sphinx8 CANCELLED AT 2025-06-11T22:45:16 DUE TO TIME LIMIT ***",
+     "scheduler"),
+    ("slurmstepd: error: *** JOB 10416254 ON sphinx8 CANCELLED AT 2025-06-11T22:45:16 ***", "scheduler"),
+])
+def test_launcher_and_scheduler_endings_are_crashes_with_their_kind(make_run, tail, kind):
+    text = "\n".join(bar(i, 100).lstrip("\r") + "\n" + str({"loss": 0.1, "reward": 0.5}) for i in range(1, 21))
+    rep = inspect(make_run({"train.log": text + "\n" + tail + "\n"}), now=time.time() + YEAR)
+    crash = next(f for f in rep.findings if f.id == "log.crash")
+    assert crash.evidence["kind"] == kind
+    assert rep.run.lifecycle == "crashed" and "run.stopped_early" not in finding_ids(rep)
+
+
+# -- item 5: nothing dropped silently -----------------------------------------------------------------
+GOOD = [{"step": i, "reward": 0.1 * i, "loss": 0.5} for i in range(1, 13)]
+UNREAD_CASES = {
+    "console dict cut short": ("train.log", "\n".join(str({k: v for k, v in r.items() if k != "step"}) for r in GOOD)
+                               + "\n{'loss': 0.41, 'grad_norm': 0.3, 'rew\n"),
+    "verl line without values": ("verl.log", "\n".join(
+        f"step:{r['step']} - critic/score/mean:{r['reward']} - actor/pg_loss:0.5" for r in GOOD)
+        + "\nstep:13 - critic/score/mean:oops - actor/pg_loss:??\n"),
+    "single-pair metric lines": ("loop.log", "".join(f"iteration done, reward: {0.1 * i}\n" for i in range(5))
+                                 + "Running training\n"),
+    "metrics table": ("metrics.jsonl", "\n".join(json.dumps(r) for r in GOOD) + "\n{\"step\": 13, \"rew\n"),
+    "verl jsonl": ("verl_metrics.jsonl", "\n".join(json.dumps({"step": r["step"], "data": {"critic/score/mean": 0.1}})
+                                                   for r in GOOD) + "\nnot json\n"),
+    "ms-swift": ("logging.jsonl", "\n".join(json.dumps({"loss": 0.5, "global_step/max_steps": f"{r['step']}/20"})
+                                           for r in GOOD) + "\n{\"loss\": 0.4}\n"),
+    "llama-factory": ("trainer_log.jsonl", "\n".join(json.dumps({"current_steps": r["step"], "total_steps": 20,
+                                                                "loss": 0.5}) for r in GOOD) + "\n{\"loss\": 1\n"),
+    "trainer_state": ("trainer_state.json", json.dumps({"log_history": [*GOOD, {"loss": 0.4}]})),
+    "wandb history": ("wandb-history.jsonl", "\n".join(json.dumps({"_step": r["step"], "reward": 0.1})
+                                                       for r in GOOD) + "\n{\"reward\": 0.2}\n"),
+    "csv table": ("progress.csv", "step,reward,loss\n" + "".join(f"{r['step']},{r['reward']},0.5\n" for r in GOOD)
+                  + ",0.9,0.5\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNREAD_CASES))
+def test_unparseable_metric_lines_are_data_unread(make_run, case):
+    name, text = UNREAD_CASES[case]
+    rep = inspect(make_run({name: text}), now=time.time() + YEAR)
+    f = next((f for f in rep.findings if f.id == "data.unread"), None)
+    assert f is not None and f.severity == "medium", [x.id for x in rep.findings]
+    assert f.evidence["source"] == name
+
+
+def test_clean_files_raise_no_data_unread(make_run):
+    rep = inspect(make_run({"nohup.out": burst_log(), "metrics.jsonl": "\n".join(json.dumps(r) for r in GOOD)}),
+                  now=time.time() + YEAR)
+    assert "data.unread" not in finding_ids(rep)
+
+
+def test_the_header_accounts_for_every_file(make_run):
+    from triage_agent.render.jsondoc import document
+
+    root = make_run({"nohup.out": burst_log(), "logs/metrics.jsonl": "\n".join(json.dumps(r) for r in GOOD)})
+    doc = document(inspect(root, now=time.time() + YEAR))
+    files = {f["path"]: f for f in doc["run"]["files"]}
+    assert files["nohup.out"]["rows"] == 93 and files["logs/metrics.jsonl"]["rows"] == 12
+    assert files["logs/metrics.jsonl"]["role"] == "metrics_table"
+    assert doc["run"]["lifecycle"]["state"] == "finished"
+
+
+# -- item 6: the life cycle ---------------------------------------------------------------------------
+def unfinished_log() -> str:
+    return "\n".join(bar(i, 500).lstrip("\r") + "\n" + str({"loss": 0.1, "reward": 0.5 + (i % 3) / 10, "epoch": i / 500})
+                     for i in range(1, 201)) + "\n"
+
+
+def age(root: Path, seconds: float) -> float:
+    """Set every file's times `seconds` back; the clock to read the run with."""
+    now = time.time()
+    for p in root.rglob("*"):
+        if p.is_file():
+            os.utime(p, (now - seconds, now - seconds))
+    return now
+
+
+@pytest.mark.parametrize("text", [unfinished_log(), burst_log()], ids=["unfinished", "finished"])
+def test_the_same_files_give_the_same_findings_whatever_their_age(tmp_path, text):
+    fresh, old = tmp_path / "fresh", tmp_path / "old"
+    for root in (fresh, old):
+        write_text(root, "train.log", text)
+    now = age(fresh, 60)
+    age(old, YEAR)
+    a, b = inspect(fresh, now=now), inspect(old, now=now)
+    lifecycle_ids = {"run.in_progress", "run.stopped_early"}
+    assert finding_ids(a) - lifecycle_ids == finding_ids(b) - lifecycle_ids
+    if a.run.lifecycle == "finished":
+        assert b.run.lifecycle == "finished" and finding_ids(a) == finding_ids(b)
+    else:  # only a run that has not finished can be still running: that alone tells them apart
+        assert (a.run.lifecycle, b.run.lifecycle) == ("in_progress", "stopped_early")
+        assert "run.in_progress" in finding_ids(a) and "run.stopped_early" in finding_ids(b)
+
+
+def test_watch_never_calls_a_finished_run_stalled(make_run):
+    root = make_run({"train.log": burst_log()})
+    run = load_run(root)
+    state = WatchState()
+    t = time.time()
+    evaluate_pass(run, state, t, stall_after=60)
+    events = evaluate_pass(load_run(root), state, t + 3600, stall_after=60)
+    assert resolve(run).run.lifecycle == "finished"
+    assert "run.stalled" not in {e.id for e in events}
+
+
+def test_watch_still_calls_an_unfinished_quiet_run_stalled(make_run):
+    root = make_run({"train.log": unfinished_log()})
+    state = WatchState()
+    t = time.time()
+    evaluate_pass(load_run(root), state, t, stall_after=60)
+    events = evaluate_pass(load_run(root), state, t + 3600, stall_after=60)
+    assert "run.stalled" in {e.id for e in events}
+
+
+# -- the colleagues' corpus, where it is present --------------------------------------------------------
+def corpus_runs() -> list[str]:
+    labels = CORPUS / "labels"
+    return sorted(p.stem for p in labels.glob("*.json")) if labels.is_dir() else []
+
+
+@pytest.mark.parametrize("name", corpus_runs() or ["(none)"])
+def test_corpus_runs_are_read_and_their_life_cycle_is_the_label_s(name):
+    if name == "(none)" or not (CORPUS / name).is_dir():
+        pytest.skip("no labelled corpus run here")
+    label = json.loads((CORPUS / "labels" / f"{name}.json").read_text())
+    rep = inspect(CORPUS / name, now=time.time() + YEAR)
+    assert rep.run.files, name
+    if label.get("lifecycle") in ("crashed", "stopped_early"):
+        assert rep.run.lifecycle == label["lifecycle"], (rep.run.lifecycle, rep.run.lifecycle_evidence)
+    if label.get("lifecycle") == "finished":
+        assert rep.run.lifecycle in ("finished", "unknown"), rep.run.lifecycle_evidence
+        assert "run.stopped_early" not in finding_ids(rep)

@@ -1,0 +1,87 @@
+"""Where a run is in its life (post-training-findings.md, "Life cycle"), from its own evidence first.
+
+`finished`: a final summary row (`train_runtime`), the training bar at 100%, the trainer's completion line, the
+last step at the planned total (or within the last `1 - stopped_share` of it: the last logging interval);
+`crashed`: a crash, signal or scheduler kill in a log; then, only when nothing else decides, the files' age:
+`in_progress` (changed within `stale_minutes`) or `stopped_early` (short of the plan and quiet). `unknown` when
+the run says nothing about its end and is old. The same files give the same state whatever their age, except
+an unfinished run that is still being written (`in_progress`) against one that stopped (`stopped_early`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from triage_agent.runs.model import Run
+
+STATES = ("finished", "crashed", "stopped_early", "in_progress", "unknown")
+PLANNED_KEYS = ("max_steps", "total_training_steps")
+
+
+@dataclass(frozen=True)
+class Steps:
+    last: tuple[int, str] | None  # the last training step and where it was read
+    planned: tuple[int, str] | None  # the planned total and where it was read
+
+
+def planned(run: Run) -> tuple[int, str] | None:
+    if run.planned_steps is not None:
+        return run.planned_steps
+    for leaf in PLANNED_KEYS:
+        cv = run.config(leaf)
+        if cv is not None and isinstance(cv.value, int) and not isinstance(cv.value, bool) and cv.value > 0:
+            return cv.value, f"{cv.file}:{cv.key}"
+    return None
+
+
+def last_step(run: Run) -> tuple[int, str] | None:
+    """The furthest training step any source reached (metric rows, log lines, the training bar)."""
+    cands: list[tuple[int, str]] = []
+    if run.metrics is not None and len(run.metrics.frame):
+        cands.append((int(run.metrics.frame["step"].max()), run.metrics.source))
+    for s in run.logs:
+        if s.last_step is not None:
+            cands.append((s.last_step, s.path))
+        if s.progress_current:
+            cands.append((s.progress_current, s.path))
+    return max(cands) if cands else None
+
+
+def steps(run: Run) -> Steps:
+    return Steps(last_step(run), planned(run))
+
+
+def age_minutes(run: Run) -> float | None:
+    return None if run.newest_mtime is None else max(0.0, run.now - run.newest_mtime) / 60
+
+
+def decide(run: Run, stopped_share: float, stale_minutes: float) -> tuple[str, str]:
+    """(state, the evidence that decided it)."""
+    for scan in run.logs:
+        if scan.crash is not None:
+            c = scan.crash
+            return "crashed", f"{scan.path}:{c.line}: {c.exception} ({c.kind})"
+    for scan in run.logs:
+        if scan.finished:
+            return "finished", f"{scan.path}:{scan.finished_line}: {scan.finished}"
+    if run.finished:
+        return "finished", run.finished
+    st = steps(run)
+    age = age_minutes(run)
+    young = age is not None and age < stale_minutes
+    if st.planned is not None and st.last is not None and st.last[0] > 0:
+        last, plan = st.last[0], st.planned[0]
+        if last >= plan:
+            return "finished", f"{st.last[1]}: step {last} reached the planned {plan} ({st.planned[1]})"
+        if last >= stopped_share * plan:
+            return "finished", (f"{st.last[1]}: step {last} is within the last logging interval of the planned "
+                                f"{plan} ({st.planned[1]})")
+        if young:
+            return "in_progress", (f"at step {last} of {plan}; a file changed within the last {stale_minutes:g} "
+                                   "minutes")
+        return "stopped_early", (f"{st.last[1]}: step {last} of the planned {plan} ({st.planned[1]}), no crash, "
+                                 f"and no file changed for {stale_minutes:g} minutes or more")
+    if young:
+        return "in_progress", (f"a file changed within the last {stale_minutes:g} minutes and nothing says the run "
+                               "ended")
+    return "unknown", "no final summary, completion line, planned total or crash in the run's files"

@@ -1,0 +1,142 @@
+"""The generic metric-line reader: what a custom training loop prints, in whatever common shape.
+
+Named readers (verl's `step:N - k:v`, transformers' dict lines, tqdm postfixes) are tried first; this one reads
+the rest: a line with two or more `key<sep>number` pairs (`key: v`, `key=v`, `'key': v`, or `key v` between
+`|` or `,`), and NeMo-RL-style blocks (a `Step N/T` header, then one `key: value` per line). The step comes
+from the line (`step N`, `Step N/T`, `[N/T]`, `(N/T)`, `it N`, an `iter`/`update` key) or, when the line has
+none, from the order of the rows. Values are whatever `values.parse` reads (strings, `np.float64(...)`,
+`tensor([...])`, percentages).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from triage_agent.runs import values
+
+_NUM = r"'?[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?'?"
+_WRAPPED = r"(?:np\.\w+|numpy\.\w+|tensor|torch\.tensor)\((?:[^()]|\([^()]*\))*\)"
+_VALUE = rf"(?:{_WRAPPED}|\[[-+\d.eE,\s]+\]|{_NUM}|nan|NaN|-?inf)"
+_KEY = r"[A-Za-z_][\w/.@-]*(?:[ ][A-Za-z_][\w/.@-]*){0,3}"
+# `key: v`, `key=v`, `'key': v` anywhere in a line
+_SEP_PAIR = re.compile(rf"(?<![\w/.])['\"]?(?P<k>{_KEY})['\"]?\s*[:=]\s*(?P<v>{_VALUE})(?=[\s,|;)\]}}]|$)")
+# `key v` filling a segment between `|` or `,`
+_SPACE_PAIR = re.compile(rf"^\s*(?P<k>{_KEY}?)\s+(?P<v>{_VALUE})(?:\s*\[[^\]]*\])?\s*$")
+_FRACTION = re.compile(r"[\[(]\s*(\d+)\s*/\s*(\d+)\s*[\])]|\b[Ss]tep\s*:?\s*(\d+)\s*/\s*(\d+)")
+_STEP_WORD = re.compile(r"\b(?:[Ss]tep|STEP|[Ii]ter(?:ation)?|it|[Uu]pdate|global_step)\s*[:=#]?\s*(\d+)\b(?!\s*/)")
+_HEADER = re.compile(r"^[\s=#*-]*(?:[Ss]tep|STEP)\s+(\d+)\s*/\s*(\d+)[\s=#*-]*$")
+_BLOCK_ITEM = re.compile(rf"^\s*(?:[•\-*▶·]\s*)?(?P<k>[A-Za-z][\w/ .()-]{{0,60}}?)\s*:\s*(?P<v>{_VALUE})\s*(?:\(.*\))?\s*$")
+_SECTION = re.compile(r"^\W*\s*(?P<name>[A-Za-z][\w /-]{0,60}?)\s*:\s*$")
+STEP_KEYS = ("step", "global_step", "iteration", "iter", "update", "steps", "train/global_step", "current_steps")
+# words that make a pair a metric (a custom loop's line holds at least one), so that a config print
+# (`lr=1e-6, batch_size=8`) or a timestamp never becomes a metric row
+# (at a word's start: `duration` holds no ratio, `policy_loss` and `Reward` are metrics)
+METRIC_WORDS = re.compile(r"(?<![a-z])(?i:loss|reward|kl\b|kl_|entropy|grad|acc|score|return|advantage|length|"
+                          r"len\b|clip|ratio|margin|logp|perplexity|ppl|pass|win)")
+MAX_BLOCK_LINES = 400  # a block ends here whatever follows (bounded line-by-line reading)
+
+
+def norm_key(key: str) -> str:
+    """`Avg Reward` -> `avg_reward`; `train/loss` stays."""
+    return re.sub(r"\s+", "_", key.strip().strip("'\"")).lower()
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    got = [(m.group("k"), m.group("v")) for m in _SEP_PAIR.finditer(text)]
+    if "|" in text or "," in text:  # `key v` segments between separators (`Epoch 3 | loss=0.1 | ...`)
+        for seg in re.split(r"[|,]", text):
+            if ":" in seg or "=" in seg:
+                continue
+            m = _SPACE_PAIR.match(seg)
+            if m:
+                got.append((m.group("k"), m.group("v")))
+    return got
+
+
+def parse_line(text: str) -> tuple[dict[str, Any], int | None, int | None] | None:
+    """A metric line -> (row of numbers, step from the line or None, planned total or None); None when the line
+    holds fewer than two number pairs (or one per-sample list), or no metric name."""
+    pairs = _pairs(text)
+    if not pairs:
+        return None
+    row: dict[str, Any] = {}
+    lists = 0
+    for k, v in pairs:
+        value = values.parse(v)
+        if value is None:
+            continue
+        key = norm_key(k)
+        if "[" in v:
+            lists += 1
+            vals = values.values_of(v[v.index("["):v.rindex("]") + 1]) if "]" in v else None
+            if vals and len(vals) > 1:
+                mean = sum(vals) / len(vals)
+                row[key + "_batch_std"] = (sum((x - mean) ** 2 for x in vals) / len(vals)) ** 0.5
+        row[key] = value
+    metric = [k for k in row if METRIC_WORDS.search(k)]
+    if not metric or (len(row) < 2 and not lists):
+        return None
+    step: int | None = None
+    planned: int | None = None
+    best = 0
+    for m in _FRACTION.finditer(text):
+        n, t = (int(m.group(1)), int(m.group(2))) if m.group(1) else (int(m.group(3)), int(m.group(4)))
+        if t >= best and n <= t:
+            step, planned, best = n, t, t
+    if step is None:
+        for k in STEP_KEYS:
+            if k in row and float(row[k]).is_integer():
+                step = int(row.pop(k))
+                break
+    if step is None:
+        word = _STEP_WORD.search(text)
+        if word:
+            step = int(word.group(1))
+    if step is None and "epoch" in row and float(row["epoch"]).is_integer():
+        step = int(row["epoch"])  # a loop that logs once per epoch: the epoch is its step
+    for k in STEP_KEYS:
+        row.pop(k, None)
+    return row, step, planned
+
+
+def header(text: str) -> tuple[int, int] | None:
+    """A `===== Step N/T =====` header line (NeMo-RL) -> (N, T)."""
+    m = _HEADER.match(text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+@dataclass
+class Block:
+    """The `key: value` lines under one step header; sections (`📊 Validation Results:`) prefix their keys."""
+
+    step: int
+    planned: int
+    line: int
+    lines: int = 0
+    section: str = ""
+    row: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, text: str) -> bool:
+        """Take one line of the block; False when the block has ended (a line at the margin that is neither an
+        item nor a section title)."""
+        self.lines += 1
+        if self.lines > MAX_BLOCK_LINES:
+            return False
+        m = _BLOCK_ITEM.match(text)
+        if m:
+            value = values.parse(m.group("v"))
+            if value is not None:
+                key = norm_key(m.group("k"))
+                if self.section.startswith("valid"):
+                    key = "validation/" + key
+                elif self.section.startswith("timing"):
+                    key = "timing/" + key
+                self.row[key] = value
+            return True
+        s = _SECTION.match(text)
+        if s:
+            self.section = norm_key(s.group("name"))
+            return True
+        return True  # progress lines (`▶ Generating...`), blank lines, warnings: the block goes on
