@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import REPO
+from triage_agent import synth
 from triage_agent.commands.inspect import inspect
 from triage_agent.render import jsondoc, terminal
 
@@ -311,3 +312,21 @@ def test_verl_entropy_loss_and_optimised_reward_against_the_score(make_run):
         r["data"]["critic/score/mean"] = r["data"]["critic/rewards/mean"] / 14
     rep = inspect(make_run({"metrics.jsonl": "".join(json.dumps(r) + "\n" for r in rows)}))
     assert "hacking.proxy_gold_divergence" not in ids(rep)
+
+
+# -- the synthetic writer: every format each trainer writes gives the same findings --------------------------------
+CASES = [("preference", synth.dpo_healthy, set()), ("preference", synth.dpo_saturated, {"preference.saturated"}),
+         ("preference", synth.dpo_displacement, {"preference.likelihood_displacement"}),
+         ("sft", synth.sft_overfit, {"train.overfitting"}),
+         # OpenRLHF and NeMo-RL log no per-function reward components: the finding needs them
+         ("policy_gradient", synth.grpo_task_dead, {"reward.task_signal_dead"})]
+
+
+@pytest.mark.parametrize(("paradigm", "make", "expected", "fmt"),
+                         [(p, m, e, f) for p, m, e in CASES for f in synth.PARADIGM_FORMATS[p]
+                          if not (m is synth.grpo_task_dead and f in ("openrlhf_console", "tensorboard"))])
+def test_post_training_series_in_every_format(make_run, paradigm, make, expected, fmt):
+    root = make_run({})
+    synth.write(root, fmt, make())
+    rep = inspect(root, now=time.time() + 3600)
+    assert rep.run.paradigm == paradigm and ids(rep, "medium") == expected

@@ -12,6 +12,8 @@ from triage_agent.findings.rules import Rules, ge
 from triage_agent.findings.suggest_trainer import generations_suggestion, truncation_suggestion
 
 FAMILY = "any"
+# the runs that sample completions: a DPO or SFT run has no rollout groups and no completion-length cap
+SAMPLING = ("policy_gradient", "unknown", "selector_generator", "solver_calibration")
 
 
 def _tail_mean(facts: Facts, column: str, fraction: float) -> tuple[float, int] | None:
@@ -24,7 +26,7 @@ def _tail_mean(facts: Facts, column: str, fraction: float) -> tuple[float, int] 
 
 
 @rule("reward.zero_variance_groups", FAMILY, ("tail_fraction", "zero_std_share_max", "min_series_steps"),
-      needs=("zero_std_share",),
+      needs=("zero_std_share",), paradigms=SAMPLING,
       cause="Most rollout groups have identical rewards, so GRPO-style advantages are zero: prompts are too easy "
             "or too hard for the policy.",
       rationale="More generations per prompt make it likelier that a group holds both a pass and a fail.",
@@ -64,7 +66,7 @@ def _zero_reward_std(facts: Facts, rules: Rules) -> Finding | None:
 
 
 @rule("generation.truncated", FAMILY, ("tail_fraction", "truncated_share", "truncated_share_high"),
-      needs=("clipped_share",),
+      needs=("clipped_share",), paradigms=SAMPLING,
       cause="Completions are cut at the length limit, so rewards are computed on cut-off answers.",
       rationale="A longer completion limit lets answers finish before they are scored.",
       suggest=truncation_suggestion,
