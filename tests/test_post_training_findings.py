@@ -330,3 +330,15 @@ def test_post_training_series_in_every_format(make_run, paradigm, make, expected
     synth.write(root, fmt, make())
     rep = inspect(root, now=time.time() + 3600)
     assert rep.run.paradigm == paradigm and ids(rep, "medium") == expected
+
+
+def test_zero_gradient_steps_stay_out_of_the_spike_median(make_run):
+    # 6 zero and 6 nonzero steps, then 63.0: only 6 steps with a gradient came before (under the 10-step history);
+    # v2's median over all 12 (0.15) made it a 420x "spike" (the aokvqa VLM run of the real-run labels)
+    grad = [0.0, 0.3] * 6 + [63.0] + [0.0, 0.3] * 3 + [0.0]
+    rep = inspect(make_run({"trainer_state.json": state(rows_of({"grad_norm": grad}))}))
+    assert "optim.grad_norm_spike" not in ids(rep) and "optim.zero_grad" in ids(rep, "medium")  # 10 / 20 zero
+    # 12 nonzero steps at 0.5 among 12 zeros, then 12.0: 24x the median of the steps with a gradient
+    grad = [0.0, 0.5] * 12 + [12.0] + [0.5] * 5
+    f = finding(inspect(make_run({"trainer_state.json": state(rows_of({"grad_norm": grad}))})), "optim.grad_norm_spike")
+    assert (f.severity, f.evidence["worst_over_median"], f.evidence["worst_step"]) == ("medium", 24.0, 25)

@@ -57,18 +57,25 @@ def rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
-def spikes(values: np.ndarray, ratio: float, floor: float, min_history: int) -> list[int]:
+def spikes(values: np.ndarray, ratio: float, floor: float, min_history: int, skip_zero: bool = False) -> list[int]:
     """Indexes whose value exceeds `ratio` x the median of all values before it (at least `min_history`
     of them) and `floor`. The running median is pandas' expanding median (a skiplist in C: 200,000 points
-    in ~0.1 s, where two heaps in Python took a second); a NaN counts as no value."""
+    in ~0.1 s, where two heaps in Python took a second); a NaN counts as no value. With `skip_zero`, values of
+    exactly 0 count as no value either: they stay out of the median and the history (a gradient norm of 0 is a
+    step with nothing to learn, not a small gradient: a median of 0 would make any later step a spike)."""
     v = np.asarray(values, dtype=float)
     if len(v) <= min_history:
         return []
-    before = pd.Series(v).expanding().median().to_numpy()  # the median of v[:i + 1]
+    seen = np.where(v == 0.0, np.nan, v) if skip_zero else v
+    expanding = pd.Series(seen).expanding()
+    before = expanding.median().to_numpy()  # the median of v[:i + 1]
     median = np.r_[np.nan, before[:-1]]  # of v[:i]: the values before i
     with np.errstate(invalid="ignore"):
         hit = (v > ratio * median) & (v > floor)
-    hit[:min_history] = False
+    if skip_zero:  # at least min_history values (not zeros) before it
+        hit &= np.r_[0.0, expanding.count().to_numpy()[:-1]] >= min_history
+    else:
+        hit[:min_history] = False
     return np.flatnonzero(hit).tolist()  # type: ignore[no-any-return]
 
 
