@@ -342,3 +342,40 @@ def test_zero_gradient_steps_stay_out_of_the_spike_median(make_run):
     grad = [0.0, 0.5] * 12 + [12.0] + [0.5] * 5
     f = finding(inspect(make_run({"trainer_state.json": state(rows_of({"grad_norm": grad}))})), "optim.grad_norm_spike")
     assert (f.severity, f.evidence["worst_over_median"], f.evidence["worst_step"]) == ("medium", 24.0, 25)
+
+
+# -- the real-run corpus (tests/real_runs, labels beside them): what the judging decides; skipped where absent ----
+CORPUS = {  # run: (paradigm, ids that must be raised at medium or above, ids that must not be)
+    "trl_dpo_qwen7b_cleancode_lora": ("preference", set(), "any"),
+    "trl_sft_qwen7b_cleancode_lora": ("sft", set(), "any"),
+    "unsloth_sft_qwen3_4b_codecot_distill": ("sft", set(), "any"),
+    "unsloth_sft_qwen_kpi_timeseries_60steps": ("sft", set(), "any"),
+    "transformers_sft_lora_token_compressor_plateau": ("sft", set(), "any"),
+    "trl_grpo_gemma3_gsm8k_lora": ("policy_gradient", set(), "any"),
+    "trl_grpo_text2sql_flat_reward": ("policy_gradient", set(), "any"),
+    # the task component dominates (97%) and format stagnates: no component_dominates; one spike at 39.5x
+    "unsloth_grpo_qwen3_4b_mbpp_code_reward": ("policy_gradient", {"optim.grad_norm_spike"}, {"reward.component_dominates"}),
+    # length 53 -> 4 inside the first 20% (judged against the start); grad_norm 0 on 12 of 18 steps: no spike
+    "trl_grpo_qwen25vl3b_aokvqa_length_collapse": ("policy_gradient", {"generation.length_collapse", "policy.entropy_collapse",
+                                                                       "optim.zero_grad", "reward.zero_variance_groups"},
+                                                   {"optim.grad_norm_spike"}),
+    "llama_factory_dpo_qwen7b_vgpt2_saturated": ("preference", {"preference.saturated"},
+                                                 {"preference.likelihood_displacement", "reward.component_dominates"}),
+    # the loss ends 1.75x its rolling minimum but is flat over the tail (rho +0.10): healthy by its label
+    "llama_factory_sft_lora_20ep_loss_rebound": ("sft", set(), {"train.loss_diverged"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_real_run_corpus_judging(name):
+    if not (REAL / name).is_dir():
+        pytest.skip(f"{name} is not in tests/real_runs on this checkout")
+    paradigm, raised, silent = CORPUS[name]
+    rep = inspect(REAL / name, now=time.time() + 86400)
+    got = ids(rep, "medium")
+    assert rep.run.paradigm == paradigm
+    assert raised <= got
+    if silent == "any":  # healthy by its label: nothing of medium or high severity
+        assert got == set()
+    else:
+        assert not (got & silent)
