@@ -46,6 +46,10 @@ _PREFERENCE_KEYS = ("pref_beta", "pref_loss", "pref_ftx", "rpo_alpha", "simpo_ga
 _POLICY_KEYS = ("num_generations", "reward_funcs", "reward_weights", "rollout.n", "ppo_mini_batch_size",
                 "kl_ctl", "init_kl_coef", "use_kl_loss")
 _SFT_KEYS = ("dataset_text_field", "packing", "completion_only_loss", "assistant_only_loss")
+# run-format.md's config keys of the two research layouts (a config alone, before any round or table is written)
+_SELECTOR_KEYS = ("boundary_rollouts", "rollouts_per_question", "easy_threshold", "unsolvable_threshold",
+                  "boundary_band")
+_SOLVER_KEYS = ("calibrate_every_steps", "candidate_score_threshold")
 # trainers that only do policy-gradient RL when they log per-step metrics
 _RL_TRAINERS = ("verl", "openrlhf", "nemo-rl")
 _PREFIXES = ("train/", "training/", "train_")
@@ -71,6 +75,10 @@ def detect(metric_keys: Iterable[str], configs: Sequence[ConfigValue], trainer: 
     for cv in configs:
         if isinstance(cv.value, str) and len(cv.value) < 512 and (m := _CLASS.search(cv.value)):
             return _class_paradigm(m.group("name")), [f"{cv.file}:{cv.key} names {m.group('name')}"]
+    for keys, paradigm in ((_SELECTOR_KEYS, "selector_generator"), (_SOLVER_KEYS, "solver_calibration")):
+        for cv in configs:
+            if cv.leaf in keys:
+                return paradigm, [f"config key {cv.file}:{cv.key}"]
     names = {_strip(k) for k in metric_keys}
     pref = [n for n in _PREFERENCE_METRICS if n in names]
     if pref:
