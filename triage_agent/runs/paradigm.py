@@ -75,7 +75,9 @@ def detect(metric_keys: Iterable[str], configs: Sequence[ConfigValue], trainer: 
     for cv in configs:
         if isinstance(cv.value, str) and len(cv.value) < 512 and (m := _CLASS.search(cv.value)):
             return _class_paradigm(m.group("name")), [f"{cv.file}:{cv.key} names {m.group('name')}"]
-    for keys, paradigm in ((_SELECTOR_KEYS, "selector_generator"), (_SOLVER_KEYS, "solver_calibration")):
+    layouts: tuple[tuple[tuple[str, ...], str], ...] = ((_SELECTOR_KEYS, "selector_generator"),
+                                                        (_SOLVER_KEYS, "solver_calibration"))
+    for keys, paradigm in layouts:
         for cv in configs:
             if cv.leaf in keys:
                 return paradigm, [f"config key {cv.file}:{cv.key}"]
@@ -87,7 +89,9 @@ def detect(metric_keys: Iterable[str], configs: Sequence[ConfigValue], trainer: 
         n for n in names if re.match(r"^(?:rewards|reward_extra)/[^/]+/mean$", n))
     if policy:
         return "policy_gradient", [f"metric {', '.join(policy[:4])}"]
-    for keys, paradigm in ((_PREFERENCE_KEYS, "preference"), (_POLICY_KEYS, "policy_gradient"), (_SFT_KEYS, "sft")):
+    only: tuple[tuple[tuple[str, ...], str], ...] = ((_PREFERENCE_KEYS, "preference"), (_POLICY_KEYS, "policy_gradient"),
+                                                     (_SFT_KEYS, "sft"))
+    for keys, paradigm in only:
         for cv in configs:
             if any(cv.name == k or cv.name.endswith("." + k) for k in keys):
                 return paradigm, [f"config key {cv.file}:{cv.key}"]
