@@ -221,6 +221,22 @@ def test_task_signal_near_misses(make_run):
     assert "reward.task_signal_dead" not in ids(inspect(make_run({"trainer_state.json": state(grpo_components(solved, FORMAT3))})))
 
 
+def test_task_signal_dead_from_few_rows_with_the_spread_across_completions(make_run):
+    # two TRL rows (logging_steps 10): accuracy 0.0 with std 0 across every completion of both windows, format
+    # 0.15 / 0.125 with std 0.22 (the shape of the MedicalGPT GRPO log in the real-run corpus)
+    rows = [{"step": s, "reward": f, "reward_std": 0.2, "rewards/accuracy_reward/mean": 0.0,
+             "rewards/accuracy_reward/std": 0.0, "rewards/format_reward/mean": f, "rewards/format_reward/std": 0.22}
+            for s, f in ((10, 0.15), (14, 0.125))]
+    f = finding(inspect(make_run({"trainer_state.json": state(rows)})), "reward.task_signal_dead")
+    assert f.severity == "high" and f.evidence["stuck"][0]["within_window_std"] == 0.0
+    assert "every completion of the 2 logged rows" in f.title
+    # one window where some completion scored (std 0.1): not stuck; and without the std, two rows prove nothing
+    rows[1] |= {"rewards/accuracy_reward/mean": 0.05, "rewards/accuracy_reward/std": 0.1}
+    assert "reward.task_signal_dead" not in ids(inspect(make_run({"trainer_state.json": state(rows)})))
+    bare = [{k: v for k, v in r.items() if not k.endswith("/std")} | {"rewards/accuracy_reward/mean": 0.0} for r in rows]
+    assert "reward.task_signal_dead" not in ids(inspect(make_run({"trainer_state.json": state(bare)})))
+
+
 def test_component_dominates_only_when_the_easy_component_dominates(make_run):
     big = alt(0.5, 0.3, 30)  # variance 0.09
     small = [0.1 + 0.02 * [1, -1, 0][i % 3] for i in range(30)]  # variance 0.000267, no trend
@@ -361,6 +377,8 @@ CORPUS = {  # run: (paradigm, ids that must be raised at medium or above, ids th
                                                    {"optim.grad_norm_spike"}),
     "llama_factory_dpo_qwen7b_vgpt2_saturated": ("preference", {"preference.saturated"},
                                                  {"preference.likelihood_displacement", "reward.component_dominates"}),
+    # accuracy_reward 0.0 with std 0 on its only logged row while the format reward varies
+    "trl_grpo_qwen15b_medical_accuracy_reward_dead": ("policy_gradient", {"reward.task_signal_dead"}, set()),
     # the loss ends 1.75x its rolling minimum but is flat over the tail (rho +0.10): healthy by its label
     "llama_factory_sft_lora_20ep_loss_rebound": ("sft", set(), {"train.loss_diverged"}),
 }
