@@ -119,13 +119,19 @@ DEFAULTS: dict[str, Any] = {
     # zero variance without frac_reward_zero_std (robust 2): the share of steps whose batch reward_std is exactly 0
     # is a lower bound of the tied-group share; it is held to zero_std_share_max over all logged steps
     # preference.saturated (post-training-findings.md): before 30% of the run, loss < 0.05 with accuracies >= 0.98
-    # (DPO starts at ln 2 = 0.693; a LLaMA-Factory DPO run hit 0.0017 at 12% of its first epoch, issue 23)
+    # (DPO starts at ln 2 = 0.693; a LLaMA-Factory DPO run hit 0.0017 at 12% of its first epoch, issue 23, and
+    # tests/real_runs/llama_factory_dpo_qwen7b_vgpt2_saturated; huggingface/trl#1236 shows accuracies 1.0 and
+    # loss 0.07 in the first hundredth of an epoch). The first saturated point is that of a 3-point rolling mean
+    # of both series (head_tail_min_points): one lucky batch is not saturation
     "pref_saturated_loss": 0.05,
     "pref_saturated_accuracy": 0.98,
     "pref_saturated_by": 0.30,
     # preference.likelihood_displacement: chosen log-probs fall (rho <= -0.5, tail below head by more than the
     # noise) while margins rise (rho >= 0.5); Razin et al. 2024, Pal et al. 2024. The healthy TRL DPO run
-    # (tests/real_runs/trl_dpo_qwen7b_cleancode_lora) has logps/chosen rho +0.09 and margins +0.96
+    # (tests/real_runs/trl_dpo_qwen7b_cleancode_lora) has logps/chosen rho +0.09 and margins +0.96. Medium, not
+    # high: DPO's author calls a slow fall of the chosen log-probs after SFT expected (eric-mitchell/
+    # direct-preference-optimization#32); users report it as a problem (huggingface/trl#800, LlamaFactory#6153,
+    # OpenRLHF#1054) and LLaMA-Factory's maintainer answers with its SFT term, pref_ftx (LlamaFactory#6153)
     "displacement_rho": -0.5,
     "margin_rho_min": 0.5,
     # preference.not_learning: after 30 steps, tail accuracies <= 0.55 and tail loss >= 0.65. The healthy TRL DPO
