@@ -22,6 +22,7 @@ from triage_agent.findings.rules import DEFAULTS, VIEW_THRESHOLDS
 from triage_agent.render import html, jsondoc, terminal
 from triage_agent.runs import formats
 from triage_agent.runs.load import load_run
+from triage_agent.runs.model import PARADIGMS
 
 SPEC = REPO.parent / "shared" / "spec"
 
@@ -41,7 +42,7 @@ def _spec_ids(name: str) -> set[str]:
 def test_every_registered_finding_has_cause_family_and_known_thresholds():
     for rid, rule in REGISTRY.items():
         assert rule.cause.strip().endswith("."), rid
-        assert rule.family in ("selector-generator", "solver-calibration", "any", "trainer"), rid
+        assert rule.family in ("selector-generator", "solver-calibration", "any", "trainer", "preference", "training"), rid
         assert set(rule.thresholds) <= set(DEFAULTS), (rid, set(rule.thresholds) - set(DEFAULTS))
     read = {t for rule in REGISTRY.values() for t in rule.thresholds}
     assert set(DEFAULTS) - read - VIEW_THRESHOLDS == set(), "thresholds no rule declares"
@@ -54,12 +55,27 @@ def test_registered_ids_match_the_readme_list():
         assert meaning == REGISTRY[rid].cause, rid
 
 
+def test_readme_paradigm_table_is_the_registry_s():
+    # each paradigm's row lists exactly the rules that declare it (rules that declare none judge every run)
+    rows = re.findall(r"^\| `([a-z_]+)` \| ([^|]+) \| (.+) \|$", _readme_section("Findings"), re.M)
+    listed = {p: set(re.findall(r"`([a-z_]+\.[a-z_]+)`", ids)) for p, _, ids in rows}
+    listed["unknown"] = listed["policy_gradient"] if "the same as `policy_gradient`" in dict(
+        (p, ids) for p, _, ids in rows)["unknown"] else listed["unknown"]
+    assert set(listed) == set(PARADIGMS)
+    for p in PARADIGMS:
+        assert listed[p] == {r.id for r in REGISTRY.values() if r.paradigms is not None and p in r.paradigms}, p
+
+
 @pytest.mark.skipif(not SPEC.is_dir(), reason="shared/spec is not beside the checkout")
 def test_registered_ids_match_the_spec():
     v1 = _spec_ids("findings.md")
     assert v1 <= set(REGISTRY), v1 - set(REGISTRY)
-    specified = v1 | (_spec_ids("trainer-findings.md") if (SPEC / "trainer-findings.md").exists() else set())
-    specified |= {"data.unread"}  # issue 22: metric data in the run that was not read is a finding, never silence
+    specified = v1 | {"data.unread"}  # issue 22: metric data in the run that was not read is a finding, never silence
+    for name in ("trainer-findings.md", "post-training-findings.md"):
+        if (SPEC / name).exists():
+            ids = _spec_ids(name)
+            assert ids <= set(REGISTRY), (name, ids - set(REGISTRY))
+            specified |= ids
     assert set(REGISTRY) <= specified, set(REGISTRY) - specified
 
 

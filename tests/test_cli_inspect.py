@@ -26,6 +26,11 @@ PLANTED = {
     "swift_zero_variance": {"reward.zero_variance_groups"},
     "trl_oom_crash": {"log.crash"},
     "verl_length_growth": {"generation.length_explosion", "generation.truncated"},
+    "trl_dpo_saturated": {"preference.saturated"},
+    "trl_dpo_displacement": {"preference.likelihood_displacement"},
+    "swift_dpo_healthy": set(),
+    "trl_sft_overfit": {"train.overfitting"},
+    "trl_grpo_task_dead": {"reward.task_signal_dead"},
 }
 
 

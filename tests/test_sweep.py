@@ -20,6 +20,8 @@ from triage_agent.analysis.compare import config_diff, noise, parting_step
 from triage_agent.commands.inspect import inspect
 from triage_agent.runs.sweep import split_runs
 
+N_SAMPLES = sum(1 for p in SAMPLES.iterdir() if p.is_dir())  # the sample runs, one folder each
+
 
 def trl_state(root: Path, entropy: list[float], extra: dict[str, object] | None = None) -> None:
     rows = [{"step": i + 1, "loss": 0.01, "reward": 0.5 + 0.001 * i, "entropy": e, "kl": 0.01, "grad_norm": 0.3}
@@ -78,7 +80,7 @@ def test_commands_about_one_run_refuse_a_folder_of_several(tmp_path):
     for command in (["report", str(SAMPLES), "--offline"], ["ask", str(SAMPLES), "why?"], ["chat", str(SAMPLES)]):
         code, out, err = cli(*command)
         assert code == 2, command
-        assert "holds 12 runs, not one: boundary_collapse, calibration_healthy" in err
+        assert f"holds {N_SAMPLES} runs, not one: boundary_collapse, calibration_healthy" in err
         assert err.startswith("triage: ") and "Traceback" not in err
     code, out, _ = cli("report", str(SAMPLES), "--offline", "--run", "trl_entropy_collapse", "--json")
     assert code == 0 and [f["id"] for f in json.loads(out)["findings"]] == ["policy.entropy_collapse"]
@@ -174,7 +176,7 @@ def test_compare_two_runs_end_to_end(tmp_path):
     page = (tmp_path / "c.html").read_text()
     assert page.count('class="plot"') == len(doc["series"]) and "B parts at 60" in page
     assert cli("compare", str(tmp_path / "good"))[0] == 2
-    assert "holds 12 runs" in cli("compare", str(SAMPLES), str(tmp_path / "good"))[2]
+    assert f"holds {N_SAMPLES} runs" in cli("compare", str(SAMPLES), str(tmp_path / "good"))[2]
 
 
 def test_ask_vs_offers_compare_runs_and_the_model_reads_it(tmp_path, monkeypatch):
@@ -334,7 +336,7 @@ def test_remote_urls_that_cannot_be_read_are_one_line():
 
 def test_html_on_a_folder_of_runs_is_refused_before_any_run_is_read(tmp_path):
     code, _, err = cli("inspect", str(SAMPLES), "--html", str(tmp_path / "r.html"))
-    assert code == 2 and "holds 12 runs: --html shows one run: pick one with --run NAME" in err
+    assert code == 2 and f"holds {N_SAMPLES} runs: --html shows one run: pick one with --run NAME" in err
     assert not (tmp_path / "r.html").exists()
     code, _, _ = cli("inspect", str(SAMPLES), "--run", "trl_healthy", "--html", str(tmp_path / "r.html"))
     assert code == 0 and (tmp_path / "r.html").read_text().count("<h1>triage: ") == 1

@@ -112,7 +112,10 @@ def test_nonfinite_from_a_console_log_and_absent_is_not_nan(make_run):
 
 
 @pytest.mark.parametrize(("values", "severity"), [
-    ({15: 6.0}, "medium"),  # median of the 14 before is 0.5: 6.0 > 10 x 0.5 and > 1.0
+    ({15: 6.0}, "info"),  # median of the 14 before is 0.5: 6.0 > 10 x 0.5 and > 1.0, but 12x, one step, recovered
+    ({15: 6.0, 16: 6.0}, "medium"),  # sustained: step 16 is 6.0 > 10 x 0.5 too (two spikes, under three)
+    ({15: 10.0}, "medium"),  # isolated but 20x the median of 0.5: at the grad_spike_isolated_ratio bar
+    ({15: 9.9}, "info"),  # 19.8x: under it
     ({15: 4.9}, None),  # 4.9 < 5.0
     ({12: 6.0, 15: 6.0, 18: 6.0}, "high"),  # three spikes
 ])

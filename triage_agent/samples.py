@@ -436,6 +436,86 @@ def verl_length_growth(run: Path) -> None:
     synth.write(run, "verl_jsonl", synth.length_growth(160, 26))
 
 
+DPO_CONFIG = """# TRL DPOConfig (as passed to DPOTrainer)
+output_dir: outputs/qwen-dpo
+learning_rate: 5.0e-7
+beta: 0.1
+loss_type: sigmoid
+rpo_alpha: {rpo_alpha}
+max_steps: 120
+logging_steps: 1
+"""
+
+
+@sample("trl_dpo_saturated", """# trl_dpo_saturated
+
+A TRL DPO run on trivially separable pairs (`checkpoint-120/trainer_state.json`): the loss falls from ln 2 to under
+0.01 within the first tenth of the run and every pair is ranked right from then on, so the rest of training learns
+little. Its `rewards/*` are DPO's pair statistics, not reward components.
+
+Planted findings: `preference.saturated` (medium), with the suggestion learning_rate 5e-7 -> 2.5e-7 (not predictable
+from this run); the real remedy, filtering the pairs, is in the fix line.
+""")
+def trl_dpo_saturated(run: Path) -> None:
+    write_text(run / "dpo_config.yaml", DPO_CONFIG.format(rpo_alpha=0.0))
+    synth.write(run / "checkpoint-120", "trl_state", synth.dpo_saturated(120, 32))
+
+
+@sample("trl_dpo_displacement", """# trl_dpo_displacement
+
+A TRL DPO run (a console capture, `train.log`) whose chosen answers lose likelihood: `logps/chosen` falls from about
+-310 to -370 while the margin keeps growing, so the model separates the pairs by pushing both answers down.
+
+Planted findings: `preference.likelihood_displacement` (medium), with the suggestion rpo_alpha 0.0 -> 1.0 (an SFT term
+on the chosen answers; not predictable from this run).
+""")
+def trl_dpo_displacement(run: Path) -> None:
+    write_text(run / "dpo_config.yaml", DPO_CONFIG.format(rpo_alpha=0.0))
+    synth.write(run, "trl_console", synth.dpo_displacement(120, 33))
+
+
+@sample("swift_dpo_healthy", """# swift_dpo_healthy
+
+An ms-swift DPO run that learns (`output/logging.jsonl`, `output/args.json` with `rlhf_type: dpo`): loss 0.69 -> 0.45,
+pairs ranked right 55% -> 85% of the time, margins growing, chosen log-probs rising a little.
+
+Planted findings: none of severity medium or high.
+""")
+def swift_dpo_healthy(run: Path) -> None:
+    write_text(run / "output" / "args.json", json.dumps({
+        "model": "Qwen/Qwen2.5-7B-Instruct", "rlhf_type": "dpo", "beta": 0.1, "learning_rate": 5e-7,
+        "max_steps": 120}, indent=2) + "\n")
+    synth.write(run, "swift_jsonl", synth.dpo_healthy(120, 31))
+
+
+@sample("trl_sft_overfit", """# trl_sft_overfit
+
+Three epochs of TRL SFT on a small set (`trainer_state.json` with eval rows every 15 steps): the training loss keeps
+falling while the eval loss bottoms out at 0.90 at step 45 (the end of the first epoch) and climbs to about 1.8.
+
+Planted findings: `train.overfitting` (medium), with the suggestion num_train_epochs 3 -> 1 (the eval minimum falls
+in the first epoch; not predictable from this run).
+""")
+def trl_sft_overfit(run: Path) -> None:
+    write_text(run / "sft_config.yaml", "# TRL SFTConfig\noutput_dir: outputs/qwen-sft\nlearning_rate: 2.0e-5\n"
+                                        "num_train_epochs: 3\neval_strategy: steps\neval_steps: 15\n"
+                                        "dataset_text_field: text\n")
+    synth.write(run, "trl_state", synth.sft_overfit(150, 34))
+
+
+@sample("trl_grpo_task_dead", """# trl_grpo_task_dead
+
+A TRL GRPO run whose task reward never fires: `rewards/accuracy_reward/mean` is 0.0 on every step while
+`rewards/format_reward/mean` climbs from 0.2 to 0.9, so the total reward rises and looks like learning, but only the
+format is learnt (an answer parser that never matches, or a task too hard for the model).
+
+Planted findings: `reward.task_signal_dead` (high).
+""")
+def trl_grpo_task_dead(run: Path) -> None:
+    write_text(run / "grpo_config.yaml", TRL_CONFIG.format(temperature=1.0))
+    synth.write(run / "checkpoint-120", "trl_state", synth.grpo_task_dead(120, 36))
+
+
 # The finding ids (medium or high) each sample run plants, as its README says.
 PLANTED: dict[str, set[str]] = {  # a planted run and a healthy one first: `triage eval --runs 2` tries both
     "few_rollouts": {"rollouts.too_few"},
@@ -452,6 +532,11 @@ PLANTED: dict[str, set[str]] = {  # a planted run and a healthy one first: `tria
     "frozen_generator": {"rounds.generator_frozen", "rounds.selector_stale"},
     "swift_zero_variance": {"reward.zero_variance_groups"},
     "verl_length_growth": {"generation.length_explosion", "generation.truncated"},
+    "trl_dpo_saturated": {"preference.saturated"},
+    "trl_dpo_displacement": {"preference.likelihood_displacement"},
+    "swift_dpo_healthy": set(),
+    "trl_sft_overfit": {"train.overfitting"},
+    "trl_grpo_task_dead": {"reward.task_signal_dead"},
 }
 
 

@@ -33,7 +33,20 @@ NAMES: dict[str, dict[str, str]] = {
     "nemo": {"reward": "reward", "entropy": "approx_entropy", "kl": "kl_penalty", "grad_norm": "grad_norm",
              "loss": "loss", "length": "mean_gen_tokens_per_sample", "clipped_share": "truncation_rate", "lr": "lr"},
 }
+# preference (DPO) pair statistics and SFT token accuracy: TRL DPOTrainer / SFTTrainer and ms-swift log these names
+PAIR_NAMES = {"pref_accuracy": "rewards/accuracies", "pref_margin": "rewards/margins", "pref_chosen": "rewards/chosen",
+              "pref_rejected": "rewards/rejected", "logps_chosen": "logps/chosen", "logps_rejected": "logps/rejected",
+              "token_accuracy": "mean_token_accuracy"}
+for _trainer in ("trl", "swift"):
+    NAMES[_trainer] |= PAIR_NAMES
 COMPONENT = {"trl": "rewards/{}/mean", "swift": "rewards/{}/mean", "verl": "reward_extra/{}/mean"}
+# the formats each kind of run is written in by its trainers (the tests hold every one to the same findings)
+PARADIGM_FORMATS = {
+    "policy_gradient": ("trl_console", "trl_nohup", "trl_state", "verl_console", "verl_jsonl", "swift_jsonl",
+                        "openrlhf_console", "wandb_history", "tensorboard"),
+    "preference": ("trl_console", "trl_state", "swift_jsonl", "wandb_history"),  # TRL DPOTrainer, ms-swift rlhf
+    "sft": ("trl_console", "trl_state", "wandb_history"),  # TRL SFTTrainer (and Unsloth through it)
+}
 
 
 @dataclass
@@ -44,6 +57,9 @@ class Series:
     values: dict[str, np.ndarray]
     components: dict[str, np.ndarray] = field(default_factory=dict)
     planned: int | None = None
+    # eval rows: the steps they were logged at and their values (eval_loss), as HF Trainer logs them between steps
+    eval_steps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    eval_loss: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def row(self, i: int, trainer: str) -> dict[str, float]:
         names = NAMES[trainer]
@@ -107,6 +123,71 @@ def length_growth(n: int = 160, seed: int = 5) -> Series:
     return s
 
 
+def grpo_task_dead(n: int = 120, seed: int = 6) -> Series:
+    """A GRPO run whose task reward never fires (0.0 on every step) while the format reward is learnt (0.2 -> 0.9):
+    the total rises, only the auxiliary part of it."""
+    s, t, rng = _variant(n, seed)
+    fmt = np.clip(0.2 + 0.7 * (1 - np.exp(-4 * t)) + rng.normal(0, 0.03, n), 0, 1)
+    s.components = {"accuracy_reward": np.zeros(n), "format_reward": fmt}
+    s.values["reward"] = fmt
+    return s
+
+
+def _dpo(n: int, seed: int) -> tuple[Series, np.ndarray, np.random.Generator]:
+    """A DPO run that learns slowly and cleanly: loss 0.69 -> 0.45, accuracy 0.55 -> 0.85, margins 0 -> 1.2,
+    chosen log-probs rising a little, rejected falling."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    margin = 1.2 * t + rng.normal(0, 0.05, n)
+    chosen = 0.1 * t + rng.normal(0, 0.02, n)
+    return Series(np.arange(1, n + 1), {
+        "loss": 0.693 - 0.24 * t + rng.normal(0, 0.015, n),
+        "grad_norm": 8.0 + np.abs(rng.normal(0, 1.0, n)),
+        "lr": np.full(n, 5e-7),
+        "pref_accuracy": np.clip(0.55 + 0.3 * t + rng.normal(0, 0.03, n), 0, 1),
+        "pref_margin": margin, "pref_chosen": chosen, "pref_rejected": chosen - margin,
+        "logps_chosen": -310 + 6 * t + rng.normal(0, 1.5, n), "logps_rejected": -330 - 40 * t + rng.normal(0, 1.5, n),
+    }, planned=n), t, rng
+
+
+def dpo_healthy(n: int = 120, seed: int = 31) -> Series:
+    return _dpo(n, seed)[0]
+
+
+def dpo_saturated(n: int = 120, seed: int = 32) -> Series:
+    """Trivially separable pairs: the loss is under 0.01 by 8% of the run and accuracy 1.0 from then on."""
+    s, t, rng = _dpo(n, seed)
+    s.values["loss"] = 0.693 * np.exp(-60 * t) + np.abs(rng.normal(0, 0.0008, n))
+    s.values["pref_accuracy"] = np.where(t < 0.04, 0.8, 1.0)
+    s.values["pref_margin"] = 12 * (1 - np.exp(-30 * t)) + rng.normal(0, 0.2, n)
+    return s
+
+
+def dpo_displacement(n: int = 120, seed: int = 33) -> Series:
+    """Likelihood displacement: chosen log-probs fall -310 -> -370 while the margin keeps growing."""
+    s, t, rng = _dpo(n, seed)
+    s.values["logps_chosen"] = -310 - 60 * t + rng.normal(0, 1.5, n)
+    s.values["pref_chosen"] = -0.6 * t + rng.normal(0, 0.02, n)
+    s.values["pref_rejected"] = s.values["pref_chosen"] - s.values["pref_margin"]
+    return s
+
+
+def sft_overfit(n: int = 150, seed: int = 34) -> Series:
+    """Three epochs of SFT on a small set: training loss falls 1.6 -> 0.2 (drops at each epoch), eval loss bottoms
+    out at 0.9 near the end of epoch 1 and climbs to 1.8 by the end."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    epoch = np.floor(t * 3 - 1e-9)
+    loss = 1.6 * np.exp(-1.5 * t) - 0.25 * epoch + rng.normal(0, 0.03, n)
+    steps = np.arange(1, n + 1)
+    eval_steps = np.arange(15, n + 1, 15)
+    e = eval_steps / n
+    eval_loss = 0.9 + 1.4 * (e - 0.35) ** 2 + np.where(e > 0.35, 0.45 * (e - 0.35), 0)
+    return Series(steps, {"loss": loss, "grad_norm": 1.0 + np.abs(rng.normal(0, 0.2, n)), "lr": np.full(n, 2e-5),
+                          "token_accuracy": np.clip(0.6 + 0.3 * t + rng.normal(0, 0.01, n), 0, 1)},
+                  planned=n, eval_steps=eval_steps, eval_loss=eval_loss)
+
+
 def truncate(s: Series, last: int) -> Series:
     """The run up to step `last` (a crash), with its plan unchanged."""
     k = int(np.searchsorted(s.steps, last, side="right"))
@@ -134,12 +215,19 @@ def trl_console(s: Series, total: int | None = None, tail: str = "") -> str:
         row = s.row(i, "trl") | {"epoch": round(float(step) / total, 4)}
         out.append("\r" + _bar(int(step), total))
         out.append("\n{" + ", ".join(f"'{k}': {_fmt(v)}" for k, v in row.items()) + "}\n")
+        for v in s.eval_loss[s.eval_steps == step]:
+            out.append("{" + f"'eval_loss': {_fmt(float(v))}, 'eval_runtime': 2.5, 'epoch': {round(float(step) / total, 4)}"
+                       + "}\n")
     return "".join(out) + tail
 
 
 def trl_state(s: Series, total: int | None = None) -> str:
     history = [s.row(i, "trl") | {"step": int(step), "epoch": round(float(step) / (total or s.planned or 1), 4)}
                for i, step in enumerate(s.steps)]
+    for step, v in zip(s.eval_steps, s.eval_loss):  # HF Trainer appends an eval row after the step it follows
+        at = int(np.searchsorted([h["step"] for h in history], int(step), side="right"))
+        history.insert(at, {"eval_loss": round(float(v), 6), "eval_runtime": 2.5, "step": int(step),
+                            "epoch": round(float(step) / (total or s.planned or 1), 4)})
     return json.dumps({"global_step": int(s.steps[-1]), "max_steps": total or s.planned, "log_history": history},
                       indent=1)
 
@@ -176,8 +264,13 @@ def openrlhf_console(s: Series, total: int | None = None) -> str:
 
 
 def wandb_history(s: Series) -> str:
-    return "".join(json.dumps({f"train/{k}": v for k, v in s.row(i, "trl").items()} | {"train/global_step": int(step)})
-                   + "\n" for i, step in enumerate(s.steps))
+    out = []
+    for i, step in enumerate(s.steps):
+        out.append(json.dumps({f"train/{k}": v for k, v in s.row(i, "trl").items()} | {"train/global_step": int(step)})
+                   + "\n")
+        out += [json.dumps({"eval/loss": float(v), "train/global_step": int(step)}) + "\n"
+                for v in s.eval_loss[s.eval_steps == step]]
+    return "".join(out)
 
 
 WRITERS: dict[str, tuple[str, Callable[[Series], str]]] = {

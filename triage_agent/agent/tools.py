@@ -114,13 +114,14 @@ def _find_round(run: Run, name: str) -> Round:
 
 @tool()
 def run_overview(facts: Facts) -> dict[str, Any]:
-    """What the run folder holds: kind, files by role, rounds with their row counts, logs, config files."""
+    """What the run folder holds: kind, paradigm (and what decided it), files by role, rounds with their row counts, logs, config files."""
     run = facts.run
     roles: dict[str, int] = {}
     for f in run.files:
         roles[f.role] = roles.get(f.role, 0) + 1
     return {
-        "kind": run.kind, "files_by_role": roles, "config_files": run.config_files(),
+        "kind": run.kind, "paradigm": run.paradigm, "paradigm_evidence": run.paradigm_evidence[:4],
+        "files_by_role": roles, "config_files": run.config_files(),
         "rounds": bounds.listed(({"name": r.name, "history_rows": len(r.history.frame) if r.history else 0,
                                   "samples_rows": len(r.samples.frame) if r.samples else 0,
                                   "source": r.history.source if r.history else r.meta_source} for r in run.rounds), 12),

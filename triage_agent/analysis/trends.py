@@ -57,18 +57,25 @@ def rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
-def spikes(values: np.ndarray, ratio: float, floor: float, min_history: int) -> list[int]:
+def spikes(values: np.ndarray, ratio: float, floor: float, min_history: int, skip_zero: bool = False) -> list[int]:
     """Indexes whose value exceeds `ratio` x the median of all values before it (at least `min_history`
     of them) and `floor`. The running median is pandas' expanding median (a skiplist in C: 200,000 points
-    in ~0.1 s, where two heaps in Python took a second); a NaN counts as no value."""
+    in ~0.1 s, where two heaps in Python took a second); a NaN counts as no value. With `skip_zero`, values of
+    exactly 0 count as no value either: they stay out of the median and the history (a gradient norm of 0 is a
+    step with nothing to learn, not a small gradient: a median of 0 would make any later step a spike)."""
     v = np.asarray(values, dtype=float)
     if len(v) <= min_history:
         return []
-    before = pd.Series(v).expanding().median().to_numpy()  # the median of v[:i + 1]
+    seen = np.where(v == 0.0, np.nan, v) if skip_zero else v
+    expanding = pd.Series(seen).expanding()
+    before = expanding.median().to_numpy()  # the median of v[:i + 1]
     median = np.r_[np.nan, before[:-1]]  # of v[:i]: the values before i
     with np.errstate(invalid="ignore"):
         hit = (v > ratio * median) & (v > floor)
-    hit[:min_history] = False
+    if skip_zero:  # at least min_history values (not zeros) before it
+        hit &= np.r_[0.0, expanding.count().to_numpy()[:-1]] >= min_history
+    else:
+        hit[:min_history] = False
     return np.flatnonzero(hit).tolist()  # type: ignore[no-any-return]
 
 
@@ -104,3 +111,48 @@ def summarize(s: Series, fraction: float = 0.2, min_points: int = 3, points: int
     return SeriesSummary(s.name, s.n, float(s.values[0]), float(s.values[-1]), head, tail,
                          float(s.values[i_min]), float(s.values[i_max]), int(s.steps[i_min]), int(s.steps[i_max]),
                          int(s.steps[0]), int(s.steps[-1]), spearman(s.steps, s.values), downsample(s.values, points))
+
+
+def noise(values: np.ndarray) -> float:
+    """The series' step-to-step noise: the standard deviation of its first differences over sqrt(2), which is
+    the per-point standard deviation of white noise around a slowly moving level (0 for fewer than 3 points)."""
+    if len(values) < 3:
+        return 0.0
+    return float(np.std(np.diff(values.astype(float))) / math.sqrt(2))
+
+
+def start_mean(values: np.ndarray, points: int = 3) -> float:
+    """The mean of the run's first `points` values: its start, before any early event."""
+    return float(values[:max(1, points)].mean())
+
+
+def baseline(values: np.ndarray, head: float, points: int, window: int, ratio: float,
+             falling: bool) -> tuple[float, str]:
+    """What a collapse (`falling`) or an explosion is judged against: the head mean, or the run's start (the
+    mean of its first `points` values) when the event already completed inside the head window (its first
+    `window` values): their rolling mean crossed `ratio` x the start there, so the head mean holds the collapsed
+    (or exploded) values and understates the change (post-training-findings.md, early events)."""
+    start = start_mean(values, points)
+    early = rolling_mean(values[:window], points)[points - 1:] if window >= points else values[:0]
+    if len(early) and start > 0 and (bool((early <= ratio * start).any()) if falling
+                                     else bool((early >= ratio * start).any())):
+        return start, "start"
+    return head, "head"
+
+
+def rise_z(head: np.ndarray, tail: np.ndarray) -> float | None:
+    """Welch's z for tail mean above head mean: (tail - head) / sqrt(var_h / n_h + var_t / n_t). Suits a reward
+    with a few discrete levels, whose p95-p5 spread says little. None when both windows are constant."""
+    if len(head) < 2 or len(tail) < 2:
+        return None
+    se = math.sqrt(float(np.var(head, ddof=1)) / len(head) + float(np.var(tail, ddof=1)) / len(tail))
+    if se == 0:
+        return None
+    return float((tail.mean() - head.mean()) / se)
+
+
+def mode_share(values: np.ndarray) -> tuple[float, float]:
+    """(the most frequent value, the share of points at it)."""
+    vals, counts = np.unique(values, return_counts=True)
+    i = int(np.argmax(counts))
+    return float(vals[i]), float(counts[i] / len(values))

@@ -18,6 +18,7 @@ from triage_agent.findings.registry import rule
 from triage_agent.findings.rules import Rules, ge, gt
 from triage_agent.runs.model import Run
 
+SOLVER = ("solver_calibration",)  # the runs these rules judge (their rounds or tables make the paradigm)
 FAMILY = "solver-calibration"
 GENERATION, USE = "signal generation", "signal use"
 STAGES = [
@@ -32,7 +33,8 @@ STAGES = [
 @rule("hacking.proxy_gold_divergence", FAMILY, ("proxy_rho_min", "gold_rho_max", "second_half_rho_max"),
       cause="The policy is exploiting the solver: proxy reward rises while the gold pass rate does not (reward "
             "hacking).",
-      fix="audit high-reward samples by hand; tighten the reward (or the solver) where they pass without being right")
+      fix="audit high-reward samples by hand; tighten the reward (or the solver) where they pass without being right",
+      paradigms=("solver_calibration", "policy_gradient", "unknown"))
 def proxy_gold_divergence(facts: Facts, rules: Rules) -> Finding | None:
     pg, eh = facts.proxy_gold, facts.eval_frame
     if pg is None or eh is None:
@@ -55,7 +57,7 @@ def proxy_gold_divergence(facts: Facts, rules: Rules) -> Finding | None:
 @rule("hacking.high_score_failures", FAMILY, ("high_score_fail_share", "high_score_fail_share_high",
                                               "high_score_quantile"),
       cause="Many samples the solver scores highly fail the gold check: the solver is overconfident where the "
-            "policy found its blind spots.")
+            "policy found its blind spots.", paradigms=SOLVER)
 def high_score_failures(facts: Facts, rules: Rules) -> Finding | None:
     hs, ss = facts.high_score, facts.run.solver_scores
     if hs is None or ss is None or not hs.n_candidates or not ge(hs.fail_share, rules["high_score_fail_share"]):
@@ -70,7 +72,7 @@ def high_score_failures(facts: Facts, rules: Rules) -> Finding | None:
 
 
 @rule("calibration.miscalibrated", FAMILY, ("ece_max", "ece_bins"),
-      cause="The solver's scores do not match the gold pass rate (high expected calibration error).")
+      cause="The solver's scores do not match the gold pass rate (high expected calibration error).", paradigms=SOLVER)
 def miscalibrated(facts: Facts, rules: Rules) -> Finding | None:
     rel, ss = facts.reliability, facts.run.solver_scores
     if rel is None or ss is None or not ge(rel.ece, rules["ece_max"]):
@@ -111,7 +113,7 @@ def _events_source(facts: Facts) -> str | None:
 
 @rule("calibration.too_frequent", FAMILY, ("calibration_min_interval", "flip_rate_max"),
       cause="Calibrations come too often and flip many verdicts each time: the policy chases a moving target.",
-      rationale="Calibrate less often so that the policy sees a stable solver between updates.")
+      rationale="Calibrate less often so that the policy sees a stable solver between updates.", paradigms=SOLVER)
 def too_frequent(facts: Facts, rules: Rules) -> Finding | None:
     cad, interval_cv = facts.cadence, facts.config("calibrate_every_steps")
     if (cad.min_interval is None or cad.min_interval >= rules["calibration_min_interval"]
@@ -128,7 +130,7 @@ def too_frequent(facts: Facts, rules: Rules) -> Finding | None:
 
 
 @rule("calibration.interface_changed", FAMILY, ("interface_range_change",),
-      cause="The solver's output range moves between calibrations, which rescales the policy's reward.")
+      cause="The solver's output range moves between calibrations, which rescales the policy's reward.", paradigms=SOLVER)
 def interface_changed(facts: Facts, rules: Rules) -> Finding | None:
     cad = facts.cadence
     if cad.range_move is None or not gt(cad.range_move, rules["interface_range_change"]):
@@ -143,7 +145,7 @@ def interface_changed(facts: Facts, rules: Rules) -> Finding | None:
 
 @rule("calibration.candidates_too_loose", FAMILY, ("confirmed_ratio_min",),
       cause="Most calibration candidates are merely hard, not misjudged: the candidate filter is too loose.",
-      rationale="Raise the candidate threshold so that candidates are misjudged, not merely hard.")
+      rationale="Raise the candidate threshold so that candidates are misjudged, not merely hard.", paradigms=SOLVER)
 def candidates_too_loose(facts: Facts, rules: Rules) -> Finding | None:
     cad = facts.cadence
     if cad.confirmed_ratio is None or ge(cad.confirmed_ratio, rules["confirmed_ratio_min"]):
@@ -166,7 +168,7 @@ def candidates_too_loose(facts: Facts, rules: Rules) -> Finding | None:
 
 
 @rule("calibration.surface_sensitive", FAMILY, ("perturbation_delta_max",),
-      cause="The solver's score changes under meaning-preserving rewrites: it reads surface features.")
+      cause="The solver's score changes under meaning-preserving rewrites: it reads surface features.", paradigms=SOLVER)
 def surface_sensitive(facts: Facts, rules: Rules) -> Finding | None:
     pt, got = facts.run.perturbations, facts.perturbation
     if pt is None or got is None or not ge(got[0], rules["perturbation_delta_max"]):

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 # the family modules register their rules on import; their order is the order of equal-severity findings
-from triage_agent.findings import calibration, generic, selector, trainer  # noqa: F401
+from triage_agent.findings import (  # noqa: F401
+    calibration,
+    components,
+    generic,
+    preference,
+    selector,
+    trainer,
+    training,
+)
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import SEVERITY_RANK, Finding
 from triage_agent.findings.registry import REGISTRY

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from triage_agent import bounds
+from triage_agent.analysis import trends
 from triage_agent.analysis.stats import rnd, tail
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding, Severity
@@ -11,6 +12,8 @@ from triage_agent.findings.rules import Rules, ge
 from triage_agent.findings.suggest_trainer import generations_suggestion, truncation_suggestion
 
 FAMILY = "any"
+# the runs that sample completions: a DPO or SFT run has no rollout groups and no completion-length cap
+SAMPLING = ("policy_gradient", "unknown", "selector_generator", "solver_calibration")
 
 
 def _tail_mean(facts: Facts, column: str, fraction: float) -> tuple[float, int] | None:
@@ -22,7 +25,8 @@ def _tail_mean(facts: Facts, column: str, fraction: float) -> tuple[float, int] 
     return float(t.mean()), len(t)
 
 
-@rule("reward.zero_variance_groups", FAMILY, ("tail_fraction", "zero_std_share_max"), needs=("zero_std_share",),
+@rule("reward.zero_variance_groups", FAMILY, ("tail_fraction", "zero_std_share_max", "min_series_steps"),
+      needs=("zero_std_share",), paradigms=SAMPLING,
       cause="Most rollout groups have identical rewards, so GRPO-style advantages are zero: prompts are too easy "
             "or too hard for the policy.",
       rationale="More generations per prompt make it likelier that a group holds both a pass and a fail.",
@@ -31,7 +35,9 @@ def _tail_mean(facts: Facts, column: str, fraction: float) -> tuple[float, int] 
 def zero_variance_groups(facts: Facts, rules: Rules) -> Finding | None:
     frac = rules["tail_fraction"]
     zs = _tail_mean(facts, "zero_std_share", frac)
-    if zs is None or not ge(zs[0], rules["zero_std_share_max"]) or facts.run.metrics is None:
+    if zs is None:
+        return _zero_reward_std(facts, rules)
+    if not ge(zs[0], rules["zero_std_share_max"]) or facts.run.metrics is None:
         return None
     return Finding(
         "reward.zero_variance_groups", "medium",
@@ -39,8 +45,28 @@ def zero_variance_groups(facts: Facts, rules: Rules) -> Finding | None:
         {"mean_frac_reward_zero_std": rnd(zs[0]), "steps": zs[1], "source": facts.run.metrics.source})
 
 
+def _zero_reward_std(facts: Facts, rules: Rules) -> Finding | None:
+    """No tied-group share logged (older TRL, verl, custom loops): a step whose batch reward_std is exactly 0 had
+    every group tied, so the share of such steps is a lower bound of the tied-group share
+    (post-training-findings.md, robust 2)."""
+    s = facts.enough("reward_std")
+    if s is None or facts.run.metrics is None:
+        return None
+    zero = s.values == 0.0
+    share = float(zero.mean())
+    if not ge(share, rules["zero_std_share_max"]):
+        return None
+    return Finding(
+        "reward.zero_variance_groups", "medium",
+        f"The batch reward std is exactly 0 on {int(zero.sum())} of {s.n} steps ({share:.0%}): at least that share "
+        "of groups tie",
+        {"zero_reward_std_steps": int(zero.sum()), "steps": s.n, "zero_reward_std_share": rnd(share),
+         "lower_bound": True, "logged_as": s.raw, "start_step": trends.first_step(s.steps, zero),
+         "source": facts.run.metrics.source})
+
+
 @rule("generation.truncated", FAMILY, ("tail_fraction", "truncated_share", "truncated_share_high"),
-      needs=("clipped_share",),
+      needs=("clipped_share",), paradigms=SAMPLING,
       cause="Completions are cut at the length limit, so rewards are computed on cut-off answers.",
       rationale="A longer completion limit lets answers finish before they are scored.",
       suggest=truncation_suggestion,

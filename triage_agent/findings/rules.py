@@ -66,10 +66,25 @@ DEFAULTS: dict[str, Any] = {
     "flat_min_steps": 30,
     "flat_rho_max": 0.2,
     "flat_gain_share": 0.05,
+    # reward.flat on a discrete reward (post-training-findings.md, robust 1): a reward with at most this many
+    # distinct values is judged by Welch's z of tail over head, not by the p95-p5 spread (which is one whole
+    # level for a 0/0.125/0.25 format reward, so any wobble passes as a gain). Binary and format rewards have 2-5
+    # levels; 6 keeps a 0..5 score in. Not rising = z below the one-sided 5% quantile of the normal, 1.645.
+    "flat_discrete_levels": 6,
+    "flat_rise_z": 1.645,
     # reward.collapsed: tail at least 50% back from the rolling-mean peak toward the rolling minimum,
     # and peak - tail >= 0.1 x (p95 - p5)
     "collapse_return_share": 0.5,
     "collapse_drop_share": 0.1,
+    # ... and (post-training-findings.md, robust 3: a plateau is not a collapse) the fall from the peak to the tail
+    # beyond 3x its noise and 25% of the gain from the start (first 3 points) to the peak. A verl PPO run that
+    # rose to 0.958 and ended at 0.944 (issue 23) falls 1.5% of its gain. Changed from the spec: the noise is that
+    # of the fall, a difference of two means (the peak's rolling window of w points and the tail's k), i.e. the
+    # step-to-step noise x sqrt(1/w + 1/k), not of one point: chaos-economy-a (SOURCES.md, a collapse the tests
+    # expect) falls 0.85 from a rolling peak of 0.97 with a per-point noise of 0.48, which 3x one point's noise
+    # (1.45) would have called noise; 3x the fall's noise is 0.82.
+    "collapse_noise_k": 3.0,
+    "collapse_gain_share": 0.25,
     # policy.entropy_collapse: tail <= 0.25 x head; high at <= 0.1 x [P: PTT warns at a 50% drop]
     "entropy_collapse_ratio": 0.25,
     "entropy_collapse_ratio_high": 0.1,
@@ -83,6 +98,11 @@ DEFAULTS: dict[str, Any] = {
     "grad_spike_min": 1.0,
     "grad_spike_history": 10,
     "grad_spike_high_count": 3,
+    # ... an isolated spike (back under the bar on the next logged step) below this multiple of the running median
+    # is an info note: HF Trainer logs the norm before clipping, so a clipped one-step spike moves the policy no
+    # further than max_grad_norm. Evidence: the healthy Unsloth GSM8K run (SOURCES.md) has two such spikes, 12.5x
+    # and 10.4x; the MBPP GRPO run's labelled spike is 39.5x its median (tests/real_runs labels).
+    "grad_spike_isolated_ratio": 20.0,
     # optim.zero_grad: grad_norm exactly 0 on >= 20% of steps [M]
     "zero_grad_share": 0.20,
     # generation.length_collapse / length_explosion
@@ -94,6 +114,42 @@ DEFAULTS: dict[str, Any] = {
     "dominant_share": 0.70,
     "dominant_share_high": 0.90,
     "stagnant_rho": 0.2,
+    # reward.task_signal_dead (post-training-findings.md): a task component at one value on >= 90% of steps
+    "task_stuck_share": 0.90,
+    # zero variance without frac_reward_zero_std (robust 2): the share of steps whose batch reward_std is exactly 0
+    # is a lower bound of the tied-group share; it is held to zero_std_share_max over all logged steps
+    # preference.saturated (post-training-findings.md): before 30% of the run, loss < 0.05 with accuracies >= 0.98
+    # (DPO starts at ln 2 = 0.693; a LLaMA-Factory DPO run hit 0.0017 at 12% of its first epoch, issue 23, and
+    # tests/real_runs/llama_factory_dpo_qwen7b_vgpt2_saturated; huggingface/trl#1236 shows accuracies 1.0 and
+    # loss 0.07 in the first hundredth of an epoch). The first saturated point is that of a 3-point rolling mean
+    # of both series (head_tail_min_points): one lucky batch is not saturation
+    "pref_saturated_loss": 0.05,
+    "pref_saturated_accuracy": 0.98,
+    "pref_saturated_by": 0.30,
+    # preference.likelihood_displacement: chosen log-probs fall (rho <= -0.5, tail below head by more than the
+    # noise) while margins rise (rho >= 0.5); Razin et al. 2024, Pal et al. 2024. The healthy TRL DPO run
+    # (tests/real_runs/trl_dpo_qwen7b_cleancode_lora) has logps/chosen rho +0.09 and margins +0.96. Medium, not
+    # high: DPO's author calls a slow fall of the chosen log-probs after SFT expected (eric-mitchell/
+    # direct-preference-optimization#32); users report it as a problem (huggingface/trl#800, LlamaFactory#6153,
+    # OpenRLHF#1054) and LLaMA-Factory's maintainer answers with its SFT term, pref_ftx (LlamaFactory#6153)
+    "displacement_rho": -0.5,
+    "margin_rho_min": 0.5,
+    # preference.not_learning: after 30 steps, tail accuracies <= 0.55 and tail loss >= 0.65. The healthy TRL DPO
+    # run above sits at loss 0.679 (lr 2e-6 with LoRA) but accuracy 0.92: the accuracy bar keeps it silent
+    "not_learning_min_step": 30,
+    "not_learning_accuracy": 0.55,
+    "not_learning_loss": 0.65,
+    # train.overfitting: eval loss >= 10% above its minimum over >= 3 eval points while training loss falls.
+    # The healthy TRL SFT run (tests/real_runs/trl_sft_qwen7b_cleancode_lora) has 2 eval points, equal
+    "overfit_rise": 0.10,
+    "overfit_min_points": 3,
+    # train.loss_diverged: tail mean >= 1.5x the minimum of the loss's rolling mean (over the tail's window) and
+    # rising over the tail (rho >= 0.5). The minimum is of the rolling mean, not the raw minimum (one lucky batch:
+    # the Unsloth code-CoT SFT run in tests/real_runs ends at 2.0x its raw minimum of 0.040 and at 1.0x its rolling
+    # minimum). The rho bar keeps llama_factory_sft_lora_20ep_loss_rebound silent (tail 1.75x its rolling minimum,
+    # flat over the tail, rho +0.10; its label calls it healthy and borderline)
+    "diverged_ratio": 1.5,
+    "diverged_rho": 0.5,
     # policy.train_inference_mismatch: NeMo token_mult_prob_error tail > 1.05 [M]; TRL IS ratio outside 0.8-1.25
     "prob_error_max": 1.05,
     "is_ratio_lo": 0.8,
@@ -122,7 +178,8 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "min_rollouts": (1, 10_000), "rollouts_high": (0, 10_000), "calibration_min_interval": (1, 10**9),
     "ece_bins": (1, 1000), "parse_error_examples": (0, 100), "head_tail_min_points": (1, 1000),
     "min_series_steps": (1, 10**6), "flat_min_steps": (1, 10**6), "kl_window": (1, 10_000),
-    "grad_spike_history": (1, 10**6), "compare_min_window": (1, 10**6), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
+    "grad_spike_history": (1, 10**6), "flat_discrete_levels": (2, 1000), "overfit_min_points": (2, 10**6),
+    "not_learning_min_step": (0, 10**9), "compare_min_window": (1, 10**6), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
 }
 MAX_ABS = 1e6
 

@@ -13,6 +13,7 @@ from triage_agent.findings.model import Finding, Severity
 from triage_agent.findings.registry import rule
 from triage_agent.findings.rules import Rules, ge, gt
 
+SELECTOR = ("selector_generator",)  # the runs these rules judge (their rounds or tables make the paradigm)
 FAMILY = "selector-generator"
 
 
@@ -48,7 +49,7 @@ def _with_threshold_suggestion(facts: Facts, rules: Rules, fid: str, severity: S
                                           "target_band_share_lo", "target_band_share_hi"),
       cause="The pre-training filter drops most questions near the generator's 50% zone, so the selector sees "
             "few examples where its evidence choice changes the outcome.",
-      rationale="Loosen the filter so that more boundary-band questions survive it.")
+      rationale="Loosen the filter so that more boundary-band questions survive it.", paradigms=SELECTOR)
 def boundary_starved(facts: Facts, rules: Rules) -> Finding | None:
     a = facts.filter_audit
     if a is None or a.share_after is None or not _starved(facts, rules):
@@ -61,7 +62,7 @@ def boundary_starved(facts: Facts, rules: Rules) -> Finding | None:
 @rule("filter.boundary_overloaded", FAMILY, ("band_share_max", "target_band_share_lo", "target_band_share_hi"),
       cause="Too many kept questions sit in the boundary band; the generator trains mostly on hard questions and "
             "its accuracy tends to fall.",
-      rationale="Tighten the filter so that fewer hard boundary questions dominate training.")
+      rationale="Tighten the filter so that fewer hard boundary questions dominate training.", paradigms=SELECTOR)
 def boundary_overloaded(facts: Facts, rules: Rules) -> Finding | None:
     a = facts.filter_audit
     if a is None or a.share_after is None or _starved(facts, rules) or not gt(a.share_after, rules["band_share_max"]):
@@ -102,7 +103,7 @@ def _other(facts: Facts, leaf: str, best: whatif.FilterOutcome) -> dict[str, Any
 
 @rule("filter.rule_mismatch", FAMILY, ("rule_mismatch_rate",),
       cause="The filter's kept flags do not follow the thresholds in the config: the filter code and the config "
-            "disagree.")
+            "disagree.", paradigms=SELECTOR)
 def rule_mismatch(facts: Facts, rules: Rules) -> Finding | None:
     chk = facts.filter_rule_check
     if chk is None or not gt(chk.rate, rules["rule_mismatch_rate"]) or facts.run.filter_stats is None:
@@ -122,7 +123,7 @@ def rule_mismatch(facts: Facts, rules: Rules) -> Finding | None:
 @rule("reward.boundary_suppressed", FAMILY, ("format_boundary_ratio", "boundary_share_min"),
       cause="Other reward components (format above all) outweigh the boundary reward, so the policy gradient "
             "mostly optimises them.",
-      rationale="Give the boundary reward enough weight to carry at least 40% of the signal.")
+      rationale="Give the boundary reward enough weight to carry at least 40% of the signal.", paradigms=SELECTOR)
 def boundary_suppressed(facts: Facts, rules: Rules) -> Finding | None:
     w, wcv, last, bal = facts.weights, facts.weights_cv, facts.last_selector, facts.balance
     ratio = w["format"] / w["boundary"] if w.get("boundary", 0) > 0 and "format" in w else None
@@ -153,7 +154,7 @@ def boundary_suppressed(facts: Facts, rules: Rules) -> Finding | None:
 
 @rule("reward.boundary_oscillating", FAMILY, ("swing_ratio_max", "boundary_rho_min"),
       cause="The boundary reward swings from step to step without rising: the selector's signal is "
-            "noise-dominated.")
+            "noise-dominated.", paradigms=SELECTOR)
 def boundary_oscillating(facts: Facts, rules: Rules) -> Finding | None:
     last = facts.last_selector
     if last is None or last.history is None or "boundary" not in last.history.frame.columns:
@@ -176,7 +177,7 @@ def boundary_oscillating(facts: Facts, rules: Rules) -> Finding | None:
 @rule("rollouts.too_few", FAMILY, ("min_rollouts", "rollouts_high"),
       cause="Too few rollouts per question make accuracy estimates coarse; a true 50% question often lands "
             "outside the band.",
-      rationale="More rollouts make accuracy estimates precise enough to place questions in the band.")
+      rationale="More rollouts make accuracy estimates precise enough to place questions in the band.", paradigms=SELECTOR)
 def too_few_rollouts(facts: Facts, rules: Rules) -> Finding | None:
     low = []
     for leaf in ("rollouts_per_question", "boundary_rollouts"):
@@ -213,7 +214,7 @@ def suggested_rollouts(minimum: int, b: tuple[float, float]) -> int:
 # -- rounds ---------------------------------------------------------------------------------------
 @rule("rounds.generator_frozen", FAMILY,
       cause="The generator checkpoint did not change between rounds, so the selector keeps training against a "
-            "stale generator.")
+            "stale generator.", paradigms=SELECTOR)
 def generator_frozen(facts: Facts, rules: Rules) -> Finding | None:
     sel = facts.run.rounds_of("selector")
     frozen: list[dict[str, Any]] = []
@@ -233,7 +234,7 @@ def generator_frozen(facts: Facts, rules: Rules) -> Finding | None:
 
 
 @rule("rounds.selector_stale", FAMILY, ("stale_rel_change", "stale_curve_r"),
-      cause="Consecutive selector rounds learned the same curves: the alternation is not adding information.")
+      cause="Consecutive selector rounds learned the same curves: the alternation is not adding information.", paradigms=SELECTOR)
 def selector_stale(facts: Facts, rules: Rules) -> Finding | None:
     sel = facts.run.rounds_of("selector")
     stale: list[dict[str, Any]] = []
@@ -261,7 +262,7 @@ def _generator_source(facts: Facts, index: int) -> str:
 
 
 @rule("generator.accuracy_off_target", FAMILY, ("target_gap", "target_progress_min"),
-      cause="The generator's accuracy sits away from the target and is not converging.")
+      cause="The generator's accuracy sits away from the target and is not converging.", paradigms=SELECTOR)
 def accuracy_off_target(facts: Facts, rules: Rules) -> Finding | None:
     traj = facts.trajectory
     if traj is None or traj.last is None:
@@ -280,7 +281,7 @@ def accuracy_off_target(facts: Facts, rules: Rules) -> Finding | None:
 
 
 @rule("generator.accuracy_regressed", FAMILY, ("regression_drop",),
-      cause="The generator got worse in its last round.")
+      cause="The generator got worse in its last round.", paradigms=SELECTOR)
 def accuracy_regressed(facts: Facts, rules: Rules) -> Finding | None:
     traj = facts.trajectory
     if traj is None or traj.last is None or traj.previous is None:

@@ -23,7 +23,7 @@ COUNT_KEYS = {"rollouts_per_question", "boundary_rollouts", "calibrate_every_ste
               "max_completion_length", "max_response_length", "response_length", "max_steps"}
 # trainer keys that are non-negative reals whatever their type in the file (`beta: 0` is a coefficient)
 REAL_KEYS = {"beta", "kl_coef", "kl_loss_coef", "init_kl_coef", "learning_rate", "lr", "entropy_coeff",
-             "temperature", "max_grad_norm"}
+             "temperature", "max_grad_norm", "pref_beta", "rpo_alpha", "pref_ftx", "num_train_epochs"}
 # upper bounds of counts: a what-if past them would cost more than it can tell (1e12 rollouts)
 COUNT_MAX = {"rollouts_per_question": 10_000, "boundary_rollouts": 10_000, "num_generations": 1024, "n": 1024,
              "calibrate_every_steps": 10**9, "max_steps": 10**9, "max_completion_length": 1 << 20,

@@ -5,6 +5,7 @@ can predict about it, and "not predictable from this run" where it cannot.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from triage_agent.findings.facts import Facts, number, suggestion
@@ -69,3 +70,33 @@ def entropy_suggestion(facts: Facts, rules: Rules, f: Finding) -> dict[str, Any]
 def lr_suggestion(facts: Facts, rules: Rules, f: Finding) -> dict[str, Any] | None:
     got = numeric_entry(facts, LR_KEYS)
     return None if got is None or got[1] <= 0 else suggestion(got[0], got[1] / 2)
+
+
+RPO_KEYS = ("rpo_alpha", "pref_ftx")  # TRL DPOConfig, LLaMA-Factory: the weight of an NLL term on chosen
+RPO_DEFAULT = 1.0  # TRL's docs: "the paper recommends rpo_alpha=1.0" (Pang et al. 2024)
+EPOCH_KEYS = ("num_train_epochs", "epochs")
+
+
+def displacement_suggestion(facts: Facts, rules: Rules, f: Finding) -> dict[str, Any] | None:
+    """An SFT term on the chosen answers when the config has its key at 0; else half the learning rate."""
+    got = numeric_entry(facts, RPO_KEYS)
+    if got is not None and got[1] == 0:
+        return suggestion(got[0], RPO_DEFAULT)
+    return lr_suggestion(facts, rules, f)
+
+
+def lr_raise_suggestion(facts: Facts, rules: Rules, f: Finding) -> dict[str, Any] | None:
+    got = numeric_entry(facts, LR_KEYS)
+    return None if got is None or got[1] <= 0 else suggestion(got[0], got[1] * 2)
+
+
+def epochs_suggestion(facts: Facts, rules: Rules, f: Finding) -> dict[str, Any] | None:
+    """Train as many epochs as it took to reach the eval minimum (rounded up), when the plan says how many steps
+    an epoch has."""
+    got = numeric_entry(facts, EPOCH_KEYS)
+    planned = facts.run.planned_steps
+    at = f.evidence.get("eval_min_step")
+    if got is None or planned is None or planned[0] <= 0 or not isinstance(at, int) or got[1] <= 1:
+        return None
+    epochs = max(1, math.ceil(got[1] * at / planned[0]))
+    return suggestion(got[0], epochs) if epochs < got[1] else None

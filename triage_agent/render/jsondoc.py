@@ -35,7 +35,8 @@ def document(report: Report) -> dict[str, Any]:
     run = report.run
     doc = {
         "schema": SCHEMA,
-        "run": {"path": run.where, "kind": run.kind, "rounds": rounds_summary(report),
+        "run": {"path": run.where, "kind": run.kind, "paradigm": run.paradigm,
+                "paradigm_evidence": list(run.paradigm_evidence), "rounds": rounds_summary(report),
                 "lifecycle": {"state": run.lifecycle, "evidence": run.lifecycle_evidence},
                 "files": [{"path": f.path, "role": f.role,
                            **({"read_as": f.read_as} if f.read_as else {}),

@@ -13,14 +13,17 @@ import pandas as pd
 from triage_agent import safejson
 from triage_agent.errors import BadInput
 from triage_agent.runs import discover as disc
-from triage_agent.runs import remote, sweep
+from triage_agent.runs import paradigm, remote, sweep
 from triage_agent.runs.configs import load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.base import Columns
 from triage_agent.runs.formats.canonical import (
+    EVAL_LOSS,
     Canonical,
     canonicalize,
     canonicalize_columns,
+    columns_for,
+    eval_loss_series,
     is_validation,
     strip_prefix,
     validation_series,
@@ -120,6 +123,8 @@ def load_run(path: str | Path, progress: Progress | None = None, now: float | No
     run.rounds = sorted(rounds.values(), key=lambda r: (r.role, r.index))
     trainer.attach(run, manifest.columns, reader)
     run.kind = _kind(run, manifest.kind)
+    if run.kind != "generic":  # rounds and calibration tables decide over any trainer metric
+        run.paradigm, run.paradigm_evidence = paradigm.detect((), (), None, run.kind)
     if not run.files or not _training_evidence(run):
         what = "" if not run.files else f" ({len(run.logs)} log file(s) with no training output in them)"
         raise NothingRecognisable(f"{run.where}: nothing recognisable{what}: no configs, tables, trainer outputs or training "
@@ -228,6 +233,9 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
         trainer.add(f.rel, got)
 
 
+_PARADIGM_ROWS = 200  # rows per source whose keys tell the paradigm (every key shows up early; bounded work)
+
+
 @dataclass
 class _TrainerParts:
     """What the trainer-format files of a run gave, before it is merged into the Run."""
@@ -256,7 +264,13 @@ class _TrainerParts:
         self.trainer = self.trainer or got.trainer
 
     def attach(self, run: Run, columns: dict[str, str], reader: Reader = DIRECT) -> None:
-        """The richest trainer source becomes the run's per-step metrics (and its one policy round)."""
+        """The richest trainer source becomes the run's per-step metrics (and its one policy round). The run's
+        paradigm is told from the raw names first: it decides how they map onto canonical series."""
+        raw_keys = {k for _, rows in self.rows
+                    for k in (rows.keys if isinstance(rows, Columns) else (k for row in rows[:_PARADIGM_ROWS] for k in row))}
+        raw_keys |= {k for row in self.evals[:_PARADIGM_ROWS] for k in row}
+        run.paradigm, run.paradigm_evidence = paradigm.detect(raw_keys, run.config_values, self.trainer)
+        columns = columns_for(run.paradigm, columns)
         best: tuple[Canonical, str, list[dict[str, Any]] | Columns] | None = None
         for rel, rows in self.rows:
             can = reader.canonical(rel, rows, columns)
@@ -281,6 +295,12 @@ class _TrainerParts:
             run.validation = Table(val, self.eval_source if key and key.startswith("eval_") and self.eval_source
                                    else (best[1] if best else "eval rows"))
             run.validation_key = key
+        losses = best[2] if best else []
+        if isinstance(losses, Columns):  # only the rows that hold an eval loss, as dicts
+            losses = losses.rows([k for k in losses.keys if k in EVAL_LOSS])
+        eval_loss = eval_loss_series(self.evals + losses, keys)
+        if not eval_loss.empty:
+            run.eval_loss = Table(eval_loss, self.eval_source or (best[1] if best else "eval rows"))
         if self.samples:
             run.rollouts = Table(pd.DataFrame.from_records(self.samples), ", ".join(self.sample_sources[:3])
                                  + (f" (+{len(self.sample_sources) - 3} files)" if len(self.sample_sources) > 3 else ""))

@@ -162,6 +162,7 @@ class Run:
     nonfinite: dict[str, tuple[int, int]] = field(default_factory=dict)  # column -> (first step, steps)
     validation: Table | None = None  # (`step`, `validation`) from eval rows or val/ keys
     validation_key: str | None = None
+    eval_loss: Table | None = None  # (`step`, `eval_loss`) from eval rows (eval_loss, eval/loss, val/loss)
     # per-sample rollout dumps (verl rollout_data_dir, NeMo-RL train_data_step*.jsonl): step, prompt, score
     rollouts: Table | None = None
     planned_steps: tuple[int, str] | None = None  # (planned total, where it was read)

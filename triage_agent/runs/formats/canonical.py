@@ -30,7 +30,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "optimized_reward": ("critic/rewards/mean",),
     "reward_std": ("reward_std", "critic/score/std", "group_reward_std"),
     "zero_std_share": ("frac_reward_zero_std",),
-    "entropy": ("entropy", "actor/entropy", "approx_entropy", "entropy/mean", "objective/entropy"),
+    # older verl logs the mean entropy as actor/entropy_loss (post-training-findings.md, aliases)
+    "entropy": ("entropy", "actor/entropy", "approx_entropy", "entropy/mean", "objective/entropy",
+                "actor/entropy_loss"),
     "kl": ("kl", "actor/kl_loss", "actor/ppo_kl", "ppo_kl", "kl_penalty", "objective/kl", "critic/kl",
            "kl_divergence", "kl_div", "approx_kl"),
     "grad_norm": ("grad_norm", "actor/grad_norm", "actor_grad_norm"),
@@ -43,6 +45,17 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "is_ratio": ("sampling/importance_sampling_ratio/mean", "rollout_probs_diff_mean", "vllm_kl",
                  "token_mult_prob_error"),
 }
+# A preference run's (DPO and kin) pair statistics: TRL DPOTrainer / ORPO / KTO, LLaMA-Factory, ms-swift log them
+# under these names. They are mapped only on preference runs (`columns_for`), so that there `rewards/*` never
+# become reward components, and on any other run a reward function named `chosen` stays one.
+PREFERENCE: dict[str, tuple[str, ...]] = {
+    "pref_accuracy": ("rewards/accuracies",), "pref_margin": ("rewards/margins",),
+    "pref_chosen": ("rewards/chosen",), "pref_rejected": ("rewards/rejected",),
+    "logps_chosen": ("logps/chosen",), "logps_rejected": ("logps/rejected",),
+    "log_odds_ratio": ("log_odds_ratio",),
+}
+# eval-loss names: TRL/transformers `eval_loss`, W&B `eval/loss`, verl SFT `val/loss`
+EVAL_LOSS = ("eval_loss", "eval/loss", "val/loss", "validation/loss")
 # NeMo-RL logs the shares of groups whose rewards are all 0 and all 1; their sum is the tied share
 ZERO_STD_PARTS = ("baseline_reward/pct_0", "baseline_reward/pct_1")
 _VALIDATION = [re.compile(p) for p in (r"^eval_reward$", r"^eval_.*accuracy", r"^val/test_score/", r"^val-core/",
@@ -56,7 +69,11 @@ LABELS = {"reward": "reward", "optimized_reward": "optimised reward (score + pen
           "reward_std": "reward std", "zero_std_share": "share of groups with tied rewards", "entropy": "entropy",
           "kl": "KL", "grad_norm": "gradient norm", "loss": "loss", "length": "completion length (tokens)",
           "clipped_share": "share of completions at the length cap", "lr": "learning rate",
-          "is_ratio": "train/inference mismatch", "validation": "validation score"}
+          "is_ratio": "train/inference mismatch", "validation": "validation score",
+          "pref_accuracy": "preference accuracy (chosen scored above rejected)", "pref_margin": "reward margin",
+          "pref_chosen": "implicit reward of chosen", "pref_rejected": "implicit reward of rejected",
+          "logps_chosen": "log-prob of chosen", "logps_rejected": "log-prob of rejected",
+          "log_odds_ratio": "log odds ratio (ORPO)", "eval_loss": "eval loss"}
 
 # why a trainer may not log a canonical series: what `metrics.not_logged` says when a rule needs it
 WHY_UNLOGGED = {
@@ -69,6 +86,14 @@ WHY_UNLOGGED = {
     "clipped_share": "TRL logs completions/clipped_ratio from v0.17; verl logs response_length/clip_ratio",
     "zero_std_share": "TRL logs frac_reward_zero_std from v0.19; verl and OpenRLHF do not log it",
 }
+
+
+def columns_for(paradigm: str, columns: Mapping[str, str]) -> dict[str, str]:
+    """The `[columns]` mapping a run of `paradigm` is canonicalised with: on a preference run its pair
+    statistics come first (the user's own entries still win)."""
+    if paradigm != "preference":
+        return dict(columns)
+    return {**{canon: names[0] for canon, names in PREFERENCE.items()}, **columns}
 
 
 def strip_prefix(key: str) -> str:
@@ -308,6 +333,20 @@ class Incremental:
         self.result, self.seen, self.columns = can, len(rows), cols
         self.last = rows[-1] if rows else None
         return can
+
+
+def eval_loss_series(rows: list[dict[str, Any]], keys: list[str]) -> pd.DataFrame:
+    """Eval rows -> a frame of (`step`, `eval_loss`) from the first eval-loss name present (empty when none)."""
+    pick = next((k for k in keys if k in EVAL_LOSS), None)
+    if pick is None:
+        empty: pd.DataFrame = pd.DataFrame()
+        return empty
+    pts = [(int(s), float(v)) for row in rows
+           if (s := _number(row.get("step"))) is not None and (v := _number(row.get(pick))) is not None
+           and math.isfinite(s) and math.isfinite(v)]
+    frame = pd.DataFrame(pts, columns=["step", "eval_loss"]).drop_duplicates("step", keep="last")
+    out: pd.DataFrame = frame.sort_values("step").reset_index(drop=True)
+    return out
 
 
 def validation_series(rows: list[dict[str, Any]], keys: list[str] | None = None) -> tuple[pd.DataFrame, str | None]:

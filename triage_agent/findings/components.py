@@ -1,0 +1,112 @@
+"""Reward components of policy-gradient runs judged by what they measure (post-training-findings.md): a task
+component stuck at one value while auxiliary ones (format, length, style) move the total means only the
+auxiliary reward is being learned."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from triage_agent.analysis import components, trends
+from triage_agent.analysis.stats import rnd, spearman
+from triage_agent.findings.facts import Facts
+from triage_agent.findings.model import Finding
+from triage_agent.findings.registry import rule
+from triage_agent.findings.rules import Rules, ge
+
+FAMILY = "trainer"
+POLICY = ("policy_gradient", "unknown")
+
+
+def _within_std(facts: Facts, name: str) -> np.ndarray | None:
+    """The component's logged spread across the completions of each logging window (TRL and ms-swift
+    `rewards/<fn>/std`), at the rows where its mean is logged; None when it is not logged."""
+    m = facts.run.metrics
+    if m is None:
+        return None
+    for col in (f"rewards/{name}/std", f"reward_extra/{name}/std"):
+        if col in m.frame.columns:
+            both = m.frame[[f"rc:{name}", col]].dropna()
+            return both[col].to_numpy(dtype=float) if len(both) else None
+    return None
+
+
+def _stuck(facts: Facts, rules: Rules) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str] | None:
+    """(stuck components, moving components, source) of a run with two or more reward components.
+
+    Over enough logged steps, a component is stuck when one value (its lowest) holds on task_stuck_share of them.
+    With fewer rows, the trainer's own spread across completions decides: a mean at one value with a std of exactly
+    0 on every logged row means every completion of every logging window scored the same (a TRL row averages
+    logging_steps x batch completions), which is stronger evidence than the row count says."""
+    m = facts.run.metrics
+    if m is None:
+        return None
+    cols = [c for c in m.frame.columns if c.startswith("rc:")]
+    if len(cols) < 2:
+        return None
+    stuck: list[dict[str, Any]] = []
+    moving: list[dict[str, Any]] = []
+    for c in cols:
+        s = facts.series(c)
+        if s is None:
+            continue
+        value, share = trends.mode_share(s.values)
+        head, tail = facts.head_tail(s)
+        within = _within_std(facts, c[3:])
+        info = {"name": c[3:], "role": components.role(c[3:]), "head_mean": rnd(head, 4), "tail_mean": rnd(tail, 4),
+                "steps": s.n, "rho_step": rnd(spearman(s.steps, s.values))}
+        if s.n >= rules["min_series_steps"]:
+            # stuck at its floor: a task reward sitting at its top is solved, not dead
+            is_stuck = ge(share, rules["task_stuck_share"]) and value <= float(s.values.min()) + 1e-12
+            moves = float(np.std(s.values)) > 0 and not is_stuck
+        else:  # few rows: the spread across each window's completions
+            is_stuck = within is not None and len(within) == s.n and bool((within == 0).all()) and share == 1.0
+            moves = float(np.std(s.values)) > 0 or (within is not None and bool((within > 0).any()))
+            if is_stuck:
+                info["within_window_std"] = 0.0
+        if is_stuck:
+            stuck.append(info | {"value": rnd(value, 4), "share_at_value": rnd(share),
+                                 "start_step": trends.first_step(s.steps, s.values == value)})
+        if moves:
+            moving.append(info)
+    return stuck, moving, m.source
+
+
+@rule("reward.task_signal_dead", FAMILY, ("task_stuck_share", "min_series_steps", "head_tail_fraction",
+                                          "head_tail_min_points"),
+      cause="The reward component that measures the task sits at one value while the auxiliary components move "
+            "the total: only the auxiliary reward (format, length, style) is learned.",
+      fix="check the task reward function on a few completions by hand (answer extraction, parsing, the expected "
+          "format), make the task learnable at this size (easier prompts, partial credit), and weight the task "
+          "above the auxiliary rewards (reward_weights)",
+      paradigms=POLICY)
+def task_signal_dead(facts: Facts, rules: Rules) -> list[Finding] | None:
+    got = _stuck(facts, rules)
+    if got is None:
+        return None
+    stuck, moving, source = got
+    if not stuck or not moving:  # nothing moves the total: that is reward.flat's to say
+        return None
+    out = []
+    task = [c for c in stuck if c["role"] == "task"]
+    other = [c for c in stuck if c["role"] != "task"]
+    moved = ", ".join(c["name"] for c in moving)
+    if task:
+        names = ", ".join(
+            f"{c['name']} ({c['value']:g} on every completion of the {c['steps']} logged "
+            f"row{'s' if c['steps'] != 1 else ''}: its std across completions is 0)" if "within_window_std" in c
+            else f"{c['name']} ({c['value']:g} on {c['share_at_value']:.0%} of {c['steps']} steps)" for c in task)
+        out.append(Finding("reward.task_signal_dead", "high",
+                           f"The task reward is stuck: {names}, while only {moved} move{'s' if len(moving) == 1 else ''}",
+                           {"stuck": task, "moving": moving, "start_step": min(c["start_step"] for c in task),
+                            "source": source}))
+    if other:
+        # a format or shaping term that never fires is worth knowing, not an alarm (the healthy Unsloth GSM8K run)
+        names = ", ".join(f"{c['name']} ({c['value']:g} on {c['share_at_value']:.0%} of steps)" for c in other)
+        out.append(Finding("reward.task_signal_dead", "info",
+                           f"Auxiliary reward component{'s' if len(other) != 1 else ''} never move{'s' if len(other) == 1 else ''}: "
+                           f"{names}",
+                           {"stuck": other, "moving": moving, "start_step": min(c["start_step"] for c in other),
+                            "source": source}))
+    return out
