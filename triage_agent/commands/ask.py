@@ -41,4 +41,6 @@ def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callabl
     if save:
         source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "ask", result, client,
                                                    {"question": question}))
+    if result.error is not None:
+        raise result.error
     return AskResult(result.final or f"(no answer: {result.problem})", source, notes)

@@ -22,7 +22,6 @@ from triage_agent import safejson
 from triage_agent.agent import answer, loop, transcript
 from triage_agent.commands.report import can_save, make_client
 from triage_agent.errors import BadInput
-from triage_agent.llm.errors import EndpointError
 from triage_agent.llm.settings import Settings, state_dir
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
@@ -145,10 +144,9 @@ def score_run(name: str, path: Path, planted: list[str], settings: Settings, env
     base = offline_report(load_run(path))
     client = make_client(replace(settings, sources=dict(settings.sources)), env)
     started = time.perf_counter()
-    try:
-        result = loop.run_agent(base, client, "report")
-    except EndpointError as exc:  # a timeout or a malformed answer: this run fell back, the others go on
-        return RunScore(name, planted, fallback=True, problem=str(exc), requests=client.usage.requests,
+    result = loop.run_agent(base, client, "report")
+    if result.error is not None:  # a timeout or a malformed answer: this run fell back, the others go on
+        return RunScore(name, planted, fallback=True, problem=str(result.error), requests=client.usage.requests,
                         seconds=round(time.perf_counter() - started, 2))
     out = RunScore(name, planted, seconds=round(time.perf_counter() - started, 2), repaired=result.repaired,
                    problem=result.problem)
@@ -160,9 +158,9 @@ def score_run(name: str, path: Path, planted: list[str], settings: Settings, env
         out.fallback = True
         return out
     cited: list[str] = []
-    for d in result.answer.get("diagnosis", []):
-        for fid in d.get("findings", []) if isinstance(d.get("findings"), list) else []:
-            if isinstance(fid, str) and fid not in cited:
+    for d in result.answer.diagnosis:
+        for fid in d.findings:
+            if fid[:100] not in cited:
                 cited.append(fid[:100])
     out.cited = cited
     _, adjustments, rejected = answer.accept(base.facts, result.answer, {f.id for f in base.findings})

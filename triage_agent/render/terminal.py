@@ -54,8 +54,12 @@ def summary(report: Report) -> Panel:
         lines.append(f"log {scan.path}: {scan.lines} lines, {scan.metric_steps} metric steps"
                      + (f", last step {scan.last_step}" if scan.last_step is not None else ""))
     src = report.source
-    lines.append("source: " + ("deterministic rules (offline)" if src.get("kind") == "offline"
-                               else f"model {src.get('model')} at {src.get('endpoint')}"))
+    if src.get("kind") == "offline":
+        lines.append("source: deterministic rules (offline)")
+    elif src.get("kind") == "rules":
+        lines.append(f"source: deterministic rules; the model part failed: {src.get('error', {}).get('message')}")
+    else:
+        lines.append(f"source: model {src.get('model')} at {src.get('endpoint')}")
     return Panel(Text("\n").join([head, *(literal(x) for x in lines)]), title="triage", expand=False)
 
 
@@ -226,11 +230,12 @@ def diagnosis_and_adjustments(report: Report) -> list[Any]:
         if not rows:
             continue
         t = LiteralTable(title=title, expand=False)
-        for col in ("from", "file", "key", "from → to", "predicted", "meets target"):
+        for col in ("by", "file", "key", "from → to", "predicted", "meets target"):
             t.add_column(col)
         for a in rows:
             met = {True: Text("yes", "green"), False: Text("no", "red"), None: Text("not checked")}[a.meets_target]
-            t.add_row(a.source, a.file, a.key, f"{fmt_value(a.from_)} → {fmt_value(a.to)}", predicted_text(a.predicted), met)
+            # two changes for one key: `apply` takes the default one, the other is shown as the alternative
+            t.add_row(a.source if a.default else f"{a.source} (alternative)", a.file, a.key, f"{fmt_value(a.from_)} → {fmt_value(a.to)}", predicted_text(a.predicted), met)
         out.append(t)
     if report.rejected:
         t = LiteralTable(title="Rejected suggestions", expand=False)
