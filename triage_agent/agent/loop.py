@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage_agent.agent import answer, contract, prompts, tools
+from triage_agent.agent import answer, context, contract, prompts, tools
 from triage_agent.findings.facts import Facts
 from triage_agent.llm.client import LLMClient
 from triage_agent.llm.errors import EndpointError
@@ -42,7 +42,10 @@ def first_message(offline: Report, task: str, question: str | None) -> str:
     findings = json.dumps(tools.findings_payload(offline.findings), ensure_ascii=False, default=str)
     checked = [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": a.predicted,
                 "meets_target": a.meets_target} for a in offline.adjustments]
-    parts = [prompts.render(f"{task}.md"), "## Run overview\n" + overview, "## Deterministic findings\n" + findings,
+    numbers = json.dumps(context.key_numbers(offline), ensure_ascii=False, default=str)
+    parts = [prompts.render(f"{task}.md"), "## Run\n" + context.header(offline), "## Run overview\n" + overview,
+             "## Deterministic findings\n" + findings,
+             "## Numbers the findings rest on (computed from the run's files)\n" + numbers,
              "## Changes the rules suggest (already re-computed on this run)\n" + json.dumps(checked)]
     if offline.facts.peers:
         parts.append(prompts.render("vs.md", runs=", ".join(f"{chr(66 + i)} = {p.run.where}"
