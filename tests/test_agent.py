@@ -428,3 +428,51 @@ def test_timeout_from_the_environment_is_named_and_checked(env):
     env.setenv("TRIAGE_TIMEOUT", "soon")
     with pytest.raises(TriageError, match="TRIAGE_TIMEOUT"):
         resolve({})
+
+
+CHANGES_ANSWER = ("The filter starves the band: 0.0 of the kept questions sit in it.\n\n```changes\n" + json.dumps(
+    {"adjustments": [
+        {"file": "configs/filter_config.yaml", "key": "filter.easy_threshold", "to": 0.45, "rationale": "loosen"},
+        {"file": "configs/train_config.yaml", "key": "selector.learning_rate", "to": 2e-6, "rationale": "faster"},
+        {"file": "train.py", "key": "lr", "to": 1e-5, "rationale": "x"}]}) + "\n```\n")
+
+
+def test_ask_shows_the_models_changes_checked_with_their_what_if(env):
+    import pandas as pd
+
+    seen: list[str] = []
+    with ScriptedServer([{"stream": stream_chunks(CHANGES_ANSWER)}]) as srv:
+        res = ask(RUN, "how do I fix it?", settings(srv), on_text=seen.append, save=False)
+    # the block never reached the screen as the model wrote it (the 7-character chunks split its fence)
+    assert "```" not in "".join(seen) and "".join(seen).strip() == res.answer
+    assert res.answer == "The filter starves the band: 0.0 of the kept questions sit in it."
+    checked = {a.key: a for a in res.changes.adjustments}
+    acc = pd.read_json(RUN / "data" / "filter_stats.jsonl", lines=True)["accuracy"]
+    kept = acc[(acc > 0.0) & (acc < 0.45)]
+    assert checked["filter.easy_threshold"].predicted == {
+        "band_share_after_filter": round(((kept >= 0.4) & (kept <= 0.6)).sum() / len(kept), 3), "kept": len(kept)}
+    assert checked["filter.easy_threshold"].meets_target is True and checked["filter.easy_threshold"].from_ == 0.4
+    assert checked["selector.learning_rate"].meets_target is None  # the what-if cannot predict a learning rate
+    assert [(r.key, "training code" in r.reason) for r in res.changes.rejected] == [("lr", True)]
+
+
+def test_ask_through_the_cli_marks_each_change(env):
+    broken = "Loosen the filter.\n```changes\n{\"adjustments\": [{\"file\": 1}\n```"
+    with ScriptedServer([{"stream": stream_chunks(CHANGES_ANSWER)}, {"stream": stream_chunks(broken)}]) as srv:
+        code, out, _ = cli("ask", str(RUN), "fix?", "--base-url", srv.base_url, "--model", "m", "--no-save")
+        code2, out2, _ = cli("ask", str(RUN), "fix?", "--base-url", srv.base_url, "--model", "m", "--no-save")
+    assert code == code2 == 0
+    assert "```" not in out and "meets target" in out and "0.4 → 0.45" in out
+    assert "unchecked" in out and "not predictable from this run" in out and "rejected: training code" in out
+    assert out2.startswith("Loosen the filter.") and "unchecked: the answer's proposed changes could not be read" in out2
+
+
+def test_holdback_withholds_the_fence_however_the_text_is_cut():
+    from triage_agent.agent.changes import Holdback, prose
+
+    for size in (1, 2, 3, 5, 9, 1000):
+        hold = Holdback()
+        shown = "".join(hold.feed(CHANGES_ANSWER[i:i + size]) for i in range(0, len(CHANGES_ANSWER), size))
+        assert (shown + hold.flush()).rstrip() == prose(CHANGES_ANSWER), size
+    hold = Holdback()
+    assert hold.feed("a ``") == "a " and hold.feed("` code") == "``` code" and hold.flush() == ""

@@ -247,6 +247,29 @@ def diagnosis_and_adjustments(report: Report) -> list[Any]:
     return out
 
 
+def checked_changes(checked: Any) -> list[Any]:
+    """The changes an `ask` or `chat` answer proposed (agent.changes.Checked), as the checks and the what-if
+    left them: each with its predicted numbers and whether it meets its target, or marked unchecked or
+    rejected."""
+    if checked.empty:
+        return []
+    t = LiteralTable(title="Changes the answer proposes (checked and re-computed on this run)", expand=False)
+    for col in ("file", "key", "from → to", "predicted", "status"):
+        t.add_column(col)
+    for a in checked.adjustments:
+        # the predicted column says why an unchecked one is (the what-if cannot tell from this run)
+        status = {True: Text("meets target", "green"), False: Text("misses target", "red"),
+                  None: Text("unchecked", "yellow")}[a.meets_target]
+        t.add_row(a.file, a.key, f"{fmt_value(a.from_)} → {fmt_value(a.to)}", predicted_text(a.predicted), status)
+    for x in checked.rejected:
+        t.add_row(x.file, x.key, f"→ {fmt_value(x.to)}", "", Text(f"rejected: {x.reason}", "red"))
+    out: list[Any] = [t] if checked.adjustments or checked.rejected else []
+    if checked.unchecked:
+        out.append(literal(f"unchecked: the answer's proposed changes could not be read ({checked.unchecked})",
+                           "yellow"))
+    return out
+
+
 def predicted_text(pred: dict[str, Any]) -> str:
     """A what-if in words: its numbers, or that the data cannot predict it."""
     if "note" in pred:
