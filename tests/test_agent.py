@@ -476,3 +476,13 @@ def test_holdback_withholds_the_fence_however_the_text_is_cut():
         assert (shown + hold.flush()).rstrip() == prose(CHANGES_ANSWER), size
     hold = Holdback()
     assert hold.feed("a ``") == "a " and hold.feed("` code") == "``` code" and hold.flush() == ""
+
+
+@pytest.mark.parametrize("reply, kind", [({"status": 200, "json": {"id": "x", "choices": "nope"}}, "bad_response"),
+                                         (error(503, "overloaded", {"Retry-After": "0"}), "server")])
+def test_a_malformed_or_failed_reply_keeps_the_rules_report_in_the_terminal(env, reply, kind):
+    with ScriptedServer([reply] * 4) as srv:
+        code, out, err = cli("report", str(RUN), "--base-url", srv.base_url, "--model", "m", "--no-save")
+    assert code == 3
+    assert "filter.boundary_starved" in out and "the model part failed" in out
+    assert err.strip().startswith("triage: ") and "the report above is the rules' own" in err
