@@ -478,9 +478,9 @@ def test_holdback_withholds_the_fence_however_the_text_is_cut():
     assert hold.feed("a ``") == "a " and hold.feed("` code") == "``` code" and hold.flush() == ""
 
 
-@pytest.mark.parametrize("reply, kind", [({"status": 200, "json": {"id": "x", "choices": "nope"}}, "bad_response"),
-                                         (error(503, "overloaded", {"Retry-After": "0"}), "server")])
-def test_a_malformed_or_failed_reply_keeps_the_rules_report_in_the_terminal(env, reply, kind):
+@pytest.mark.parametrize("reply", [{"status": 200, "json": {"id": "x", "choices": "nope"}},
+                                   error(503, "overloaded", {"Retry-After": "0"})])
+def test_a_malformed_or_failed_reply_keeps_the_rules_report_in_the_terminal(env, reply):
     with ScriptedServer([reply] * 4) as srv:
         code, out, err = cli("report", str(RUN), "--base-url", srv.base_url, "--model", "m", "--no-save")
     assert code == 3
