@@ -54,3 +54,20 @@ def test_the_validator_says_where_the_answer_is_wrong():
     assert typed.adjustments[0].proposal() == contract.Proposal("f.yaml", "a.b", 2.0, "", (), "model")
     assert typed.diagnosis[0].confidence == 0.5 and typed.diagnosis[0].findings == []
 
+
+
+def test_combine_keeps_both_changes_for_a_key_and_picks_the_default():
+    from triage_agent.findings.model import Adjustment
+
+    def adj(key, to, meets, source):
+        return Adjustment("c.yaml", key, 1, to, "", {}, meets, [], source)
+
+    model = [adj("a", 2, False, "model"), adj("b", 3, True, "model"), adj("c", 4, None, "model"), adj("d", 5, True, "model")]
+    rules = [adj("a", 6, True, "rules"), adj("b", 7, True, "rules"), adj("c", 8, True, "rules"), adj("d", 5, True, "rules"),
+             adj("e", 9, None, "rules")]
+    got = [(a.key, a.source, a.default) for a in answer.combine(model, rules)]
+    assert got == [("a", "model", False), ("b", "model", True), ("c", "model", False), ("d", "model", True),
+                   ("a", "rules", True),  # the model's misses, the rules' meets: the rules' is taken
+                   ("b", "rules", False),  # both meet: the model's stands
+                   ("c", "rules", True),  # the model's cannot be told, the rules' meets
+                   ("e", "rules", True)]  # d: the same value twice is listed once
