@@ -79,9 +79,7 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
     try:
         client = make_client(settings, env)
         result = loop.run_agent(base, client, "report")
-    except TriageError as exc:
-        if exc.exit_code != 3:
-            raise
+    except EndpointError as exc:
         # the deterministic part is done: the model's failure costs its answer, never the rules' report
         return model_failed(base, settings, client, exc)
     source = model_source(settings, client)
@@ -99,14 +97,13 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
                   base.notes, base.troubleshooting)
 
 
-def model_failed(base: Report, settings: Settings, client: LLMClient | None, exc: TriageError,
+def model_failed(base: Report, settings: Settings, client: LLMClient | None, exc: EndpointError,
                  source: dict[str, Any] | None = None) -> Report:
     """The rules' report of a run whose model part failed (timeout, 5xx, malformed reply, cut stream, refused
     key): `source.kind = "rules"` with the error, and the error kept for the exit code."""
-    kind = exc.kind if isinstance(exc, EndpointError) else "failed"
     if source is None:
         source = model_source(settings, client) if client is not None else {"model": settings.model,
                                                                               "endpoint": settings.host}
-    base.source = source | {"kind": "rules", "error": {"kind": kind, "message": str(exc)}}
+    base.source = source | {"kind": "rules", "error": {"kind": exc.kind, "message": str(exc)}}
     base.model_error = str(exc)
     return base
