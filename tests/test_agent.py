@@ -2,6 +2,7 @@
 
 import io
 import json
+import re
 
 import pytest
 
@@ -121,9 +122,12 @@ def test_429_then_success_honours_retry_after(env):
 
 
 def test_500s_exhaust_retries_with_one_line(env):
-    with ScriptedServer([error(500, "boom")] * 4) as srv, pytest.raises(TriageError) as exc:
-        report(RUN, settings(srv), save=False)
-    assert len(srv.requests) == 4 and "HTTP 500" in str(exc.value) and "\n" not in str(exc.value)
+    with ScriptedServer([error(500, "boom")] * 4) as srv:
+        rep = report(RUN, settings(srv), save=False)
+    assert len(srv.requests) == 4 and "HTTP 500" in rep.model_error and "\n" not in rep.model_error
+    # the rules' report is kept whole: its findings and checked changes are those of the offline report
+    assert rep.source["kind"] == "rules" and rep.source["error"]["kind"] == "server"
+    assert "filter.boundary_starved" in {f.id for f in rep.findings} and rep.adjustments
 
 
 def test_401_fails_fast_through_cli(env):
@@ -134,8 +138,9 @@ def test_401_fails_fast_through_cli(env):
 
 
 def test_404_without_v1_says_check_base_url(env):
-    with ScriptedServer([]) as srv, pytest.raises(TriageError, match="base URL"):
-        report(RUN, Settings(base_url=srv.base_url[:-3], model="m", retry_wait=0.01), save=False)
+    with ScriptedServer([]) as srv:
+        rep = report(RUN, Settings(base_url=srv.base_url[:-3], model="m", retry_wait=0.01), save=False)
+    assert "base URL" in rep.model_error
 
 
 def test_unknown_tool_and_bad_arguments_go_back_as_text(env):
@@ -283,9 +288,9 @@ def test_streaming_rejected_answer_still_printed(env):
 
 def test_unknown_model_lists_the_endpoint_models(env):
     # the server itself answers 404 for a model it does not list (no scripted reply needed, none left unused)
-    with ScriptedServer([], models=["llama-3", "qwen"]) as srv, \
-            pytest.raises(TriageError, match="model 'nope' not found.*llama-3, qwen"):
-        report(RUN, Settings(base_url=srv.base_url, model="nope", retry_wait=0.01), save=False)
+    with ScriptedServer([], models=["llama-3", "qwen"]) as srv:
+        rep = report(RUN, Settings(base_url=srv.base_url, model="nope", retry_wait=0.01), save=False)
+    assert re.search("model 'nope' not found.*llama-3, qwen", rep.model_error)
 
 
 def test_server_down_is_one_line(env):
@@ -295,9 +300,9 @@ def test_server_down_is_one_line(env):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    with pytest.raises(TriageError, match="cannot reach"):
-        report(RUN, Settings(base_url=f"http://127.0.0.1:{port}/v1", model="m", retry_wait=0.01, max_attempts=2),
-               save=False)
+    rep = report(RUN, Settings(base_url=f"http://127.0.0.1:{port}/v1", model="m", retry_wait=0.01, max_attempts=2),
+                 save=False)
+    assert "cannot reach" in rep.model_error
 
 
 # Regression tests for what llama.cpp's server (llama-cpp-python 0.3.36) did differently, each reproduced here.
@@ -357,3 +362,127 @@ def test_empty_stream_with_tools_is_resent_unstreamed(env):
         res = ask(RUN, "why?", settings(srv), on_text=seen.append, save=False)
     assert res.answer == "The filter drops the band." and seen == []
     assert srv.requests[0]["stream"] is True and "stream" not in srv.requests[1]
+
+
+def test_a_rules_change_that_meets_its_target_survives_a_model_change_that_misses(env, tmp_path):
+    """The model loosens easy_threshold to 0.6, the rules to 0.45: both kept, the rules' is the default."""
+    import pandas as pd
+
+    from triage_agent.commands.apply import plan
+
+    miss = {"diagnosis": [{"cause": "the filter starves the band", "findings": ["filter.boundary_starved"],
+                           "evidence": "share after 0.0", "confidence": 0.7}],
+            "adjustments": [{"file": "configs/filter_config.yaml", "key": "filter.easy_threshold", "to": 0.6,
+                             "rationale": "loosen it more"}]}
+    with ScriptedServer([completion(json.dumps(miss))]) as srv:
+        code, out, _ = cli("report", str(RUN), "--json", "--base-url", srv.base_url, "--model", "m", "--no-save")
+    assert code == 0
+    doc = json.loads(out)
+    both = [a for a in doc["adjustments"] if a["key"] == "filter.easy_threshold"]
+    assert [(a["source"], a["to"]) for a in both] == [("model", 0.6), ("rules", 0.45)]
+    # by hand: the band [0.4, 0.6] share of the questions kept by 0.0 < accuracy < easy, against the rules
+    # table's target band share 0.25..0.35
+    acc = pd.read_json(RUN / "data" / "filter_stats.jsonl", lines=True)["accuracy"]
+    for easy, a in ((0.6, both[0]), (0.45, both[1])):
+        kept = acc[(acc > 0.0) & (acc < easy)]
+        share = ((kept >= 0.4) & (kept <= 0.6)).sum() / len(kept)
+        assert a["predicted"]["band_share_after_filter"] == round(share, 3)
+        assert a["meets_target"] is bool(0.25 <= share <= 0.35)
+    assert both[0]["meets_target"] is False and both[1]["meets_target"] is True
+    assert [a["default"] for a in both] == [False, True]
+    # `apply` takes the default one: 0.45, not the model's 0.6
+    path = tmp_path / "r.json"
+    path.write_text(out)
+    edits = plan(path).edits
+    assert [c for e in edits for c in e.changes if c[0] == "filter.easy_threshold"] == [
+        ("filter.easy_threshold", 0.4, 0.45)]
+
+
+def test_a_timeout_after_the_findings_still_gives_the_json_report_with_exit_3(env):
+    import time
+
+    def slow(body):
+        time.sleep(3)
+        return completion(json.dumps(GOOD_ANSWER))
+
+    with ScriptedServer([slow]) as srv:
+        code, out, err = cli("report", str(RUN), "--json", "--base-url", srv.base_url, "--model", "m", "--no-save",
+                             "--timeout", "0.5")
+    assert code == 3
+    doc = json.loads(out)
+    assert doc["source"]["kind"] == "rules" and doc["source"]["error"]["kind"] == "timeout"
+    assert "--timeout" in doc["source"]["error"]["message"] and "TRIAGE_TIMEOUT" in err
+    # the deterministic part whole: the same findings and changes as `inspect --json`
+    _, offline, _ = cli("inspect", str(RUN), "--json")
+    expected = json.loads(offline)
+    assert [f["id"] for f in doc["findings"]] == [f["id"] for f in expected["findings"]]
+    assert doc["adjustments"] == expected["adjustments"] and doc["diagnosis"] == expected["diagnosis"]
+
+
+def test_timeout_from_the_environment_is_named_and_checked(env):
+    from triage_agent.llm.settings import resolve
+
+    env.setenv("TRIAGE_TIMEOUT", "7")
+    assert resolve({}).timeout == 7.0 and resolve({}).sources["timeout"] == "$TRIAGE_TIMEOUT"
+    assert resolve({"timeout": 3.0}).timeout == 3.0  # the flag wins
+    env.setenv("TRIAGE_TIMEOUT", "soon")
+    with pytest.raises(TriageError, match="TRIAGE_TIMEOUT"):
+        resolve({})
+
+
+CHANGES_ANSWER = ("The filter starves the band: 0.0 of the kept questions sit in it.\n\n```changes\n" + json.dumps(
+    {"adjustments": [
+        {"file": "configs/filter_config.yaml", "key": "filter.easy_threshold", "to": 0.45, "rationale": "loosen"},
+        {"file": "configs/train_config.yaml", "key": "selector.learning_rate", "to": 2e-6, "rationale": "faster"},
+        {"file": "train.py", "key": "lr", "to": 1e-5, "rationale": "x"}]}) + "\n```\n")
+
+
+def test_ask_shows_the_models_changes_checked_with_their_what_if(env):
+    import pandas as pd
+
+    seen: list[str] = []
+    with ScriptedServer([{"stream": stream_chunks(CHANGES_ANSWER)}]) as srv:
+        res = ask(RUN, "how do I fix it?", settings(srv), on_text=seen.append, save=False)
+    # the block never reached the screen as the model wrote it (the 7-character chunks split its fence)
+    assert "```" not in "".join(seen) and "".join(seen).strip() == res.answer
+    assert res.answer == "The filter starves the band: 0.0 of the kept questions sit in it."
+    checked = {a.key: a for a in res.changes.adjustments}
+    acc = pd.read_json(RUN / "data" / "filter_stats.jsonl", lines=True)["accuracy"]
+    kept = acc[(acc > 0.0) & (acc < 0.45)]
+    assert checked["filter.easy_threshold"].predicted == {
+        "band_share_after_filter": round(((kept >= 0.4) & (kept <= 0.6)).sum() / len(kept), 3), "kept": len(kept)}
+    assert checked["filter.easy_threshold"].meets_target is True and checked["filter.easy_threshold"].from_ == 0.4
+    assert checked["selector.learning_rate"].meets_target is None  # the what-if cannot predict a learning rate
+    assert [(r.key, "training code" in r.reason) for r in res.changes.rejected] == [("lr", True)]
+
+
+def test_ask_through_the_cli_marks_each_change(env):
+    broken = "Loosen the filter.\n```changes\n{\"adjustments\": [{\"file\": 1}\n```"
+    with ScriptedServer([{"stream": stream_chunks(CHANGES_ANSWER)}, {"stream": stream_chunks(broken)}]) as srv:
+        code, out, _ = cli("ask", str(RUN), "fix?", "--base-url", srv.base_url, "--model", "m", "--no-save")
+        code2, out2, _ = cli("ask", str(RUN), "fix?", "--base-url", srv.base_url, "--model", "m", "--no-save")
+    assert code == code2 == 0
+    assert "```" not in out and "meets target" in out and "0.4 → 0.45" in out
+    assert "unchecked" in out and "not predictable from this run" in out and "rejected: training code" in out
+    assert out2.startswith("Loosen the filter.") and "unchecked: the answer's proposed changes could not be read" in out2
+
+
+def test_holdback_withholds_the_fence_however_the_text_is_cut():
+    from triage_agent.agent.changes import Holdback, prose
+
+    for size in (1, 2, 3, 5, 9, 1000):
+        hold = Holdback()
+        shown = "".join(hold.feed(CHANGES_ANSWER[i:i + size]) for i in range(0, len(CHANGES_ANSWER), size))
+        assert (shown + hold.flush()).rstrip() == prose(CHANGES_ANSWER), size
+    hold = Holdback()
+    assert hold.feed("a ``") == "a " and hold.feed("` code") == "``` code" and hold.flush() == ""
+
+
+@pytest.mark.parametrize("reply", [{"status": 200, "json": {"id": "x", "choices": "nope"}},
+                                   error(503, "overloaded", {"Retry-After": "0"})])
+def test_a_malformed_or_failed_reply_keeps_the_rules_report_in_the_terminal(env, reply):
+    with ScriptedServer([reply] * 4, leftover_ok="a malformed reply is not retried; a 503 is, up to the limit") as srv:
+        code, out, err = cli("report", str(RUN), "--base-url", srv.base_url, "--model", "m", "--no-save")
+    assert code == 3
+    assert "filter.boundary_starved" in out and "the model part failed" in out
+    assert err.strip().startswith("triage: ") and "the report above is the rules' own" in err

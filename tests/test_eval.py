@@ -106,7 +106,12 @@ def test_table_and_html(suite, tmp_path, monkeypatch):
     assert code == 0
     text = out.getvalue()
     assert "good" in text and "1.00" in text and "score = 0.4 x recall" in text
-    assert page.read_text().count("<tr>") == 2  # the header and one row per model
+    # the overall table (a header and one row per model), then one row per paradigm of the suite's runs
+    from triage_agent.runs.load import load_run
+
+    paradigms = {load_run(p).paradigm for p in suite.iterdir()}
+    assert page.read_text().count("<tr>") == 2 + 1 + len(paradigms)
+    assert "per paradigm" in text
     assert not (tmp_path / "state" / "triage" / "transcripts").exists()  # --no-save
 
 
@@ -119,3 +124,40 @@ def test_builtin_suite_covers_both_seed_families_and_the_trainers(tmp_path):
 
     for name, path, ids in runs:  # the suite's answer key is what the rules find on it
         assert {f.id for f in inspect(path).findings if f.at_least("medium")} == set(ids), name
+
+
+def test_scores_per_paradigm_with_hand_figures():
+    from triage_agent.commands.eval import ModelScore, RunScore
+
+    m = ModelScore("m", [
+        RunScore("a", ["x.one", "x.two"], cited=["x.one"], proposed=2, met=1, paradigm="policy_gradient"),
+        RunScore("b", [], cited=["y.made_up"], paradigm="preference"),
+        RunScore("c", ["z.one"], cited=["z.one"], proposed=1, met=1, paradigm="policy_gradient"),
+        RunScore("d", ["w.one"], fallback=True, paradigm="preference")])
+    groups = m.by_paradigm()
+    assert list(groups) == ["policy_gradient", "preference"]
+    pg, pref = groups["policy_gradient"], groups["preference"]
+    # policy_gradient: 2 of 3 planted cited, 2 of 2 cited correct, 2 of 3 changes meet, no fallback
+    assert (pg.recall, pg.precision, pg.changes, pg.fallback_share) == (2 / 3, 1.0, 2 / 3, 0.0)
+    assert pg.score == pytest.approx(0.4 * 2 / 3 + 0.3 + 0.2 * 2 / 3 + 0.1)
+    # preference: 0 of 1 planted, 0 of 1 cited, no changes, 1 of 2 fell back
+    assert pref.score == pytest.approx(0.1 * 0.5)
+    # overall: 2 of 4 planted, 2 of 3 cited, 2 of 3 changes, 1 of 4 fell back
+    assert m.score == pytest.approx(0.4 * 0.5 + 0.3 * 2 / 3 + 0.2 * 2 / 3 + 0.1 * 0.75)
+    summary = m.summary()
+    assert summary["paradigms"]["preference"]["runs"] == 2 and "paradigms" not in summary["paradigms"]["preference"]
+
+
+def test_eval_json_groups_the_suite_by_each_runs_paradigm(suite, tmp_path, monkeypatch):
+    from triage_agent.runs.load import load_run
+
+    g, _ = run_eval(suite, tmp_path, monkeypatch, good, "good")
+    expected: dict[str, int] = {}
+    for name in SUITE:
+        p = load_run(suite / name).paradigm
+        expected[p] = expected.get(p, 0) + 1
+    assert {p: s["runs"] for p, s in g["paradigms"].items()} == expected
+    assert all(r["paradigm"] == load_run(suite / r["run"]).paradigm for r in g["per_run"])
+    # the good personality cites every planted id: full recall wherever something is planted
+    assert all(s["recall"] == (1.0 if s["planted"] else 0.0) and s["fallback_share"] == 0.0
+               for s in g["paradigms"].values())

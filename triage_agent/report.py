@@ -26,6 +26,7 @@ class Report:
     source: dict[str, Any] = field(default_factory=lambda: {"kind": "offline"})
     notes: list[str] = field(default_factory=list)
     troubleshooting: list[calibration.Stage] = field(default_factory=list)
+    model_error: str | None = None  # the model part failed after the rules' part was done (exit 3)
 
     @property
     def run(self) -> Run:

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage_agent.agent import answer, prompts, tools
+from triage_agent.agent import answer, context, contract, prompts, tools
 from triage_agent.findings.facts import Facts
 from triage_agent.llm.client import LLMClient
+from triage_agent.llm.errors import EndpointError
 from triage_agent.report import Report
 
 MAX_TURNS = 6  # requests per report/ask, repair included; past it the offline answer stands
@@ -28,9 +29,10 @@ class ToolEvent:
 class AgentResult:
     messages: list[dict[str, Any]]
     final: str | None
-    answer: dict[str, Any] | None = None
+    answer: contract.Answer | None = None
     problem: str | None = None  # why the answer could not be used, when it could not
     repaired: bool = False  # the answer needed the repair turn
+    error: EndpointError | None = None  # the endpoint failed mid-session (timeout, 5xx, cut stream...)
     events: list[ToolEvent] = field(default_factory=list)
 
 
@@ -40,7 +42,10 @@ def first_message(offline: Report, task: str, question: str | None) -> str:
     findings = json.dumps(tools.findings_payload(offline.findings), ensure_ascii=False, default=str)
     checked = [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": a.predicted,
                 "meets_target": a.meets_target} for a in offline.adjustments]
-    parts = [prompts.render(f"{task}.md"), "## Run overview\n" + overview, "## Deterministic findings\n" + findings,
+    numbers = json.dumps(context.key_numbers(offline), ensure_ascii=False, default=str)
+    parts = [prompts.render(f"{task}.md"), "## Run\n" + context.header(offline), "## Run overview\n" + overview,
+             "## Deterministic findings\n" + findings,
+             "## Numbers the findings rest on (computed from the run's files)\n" + numbers,
              "## Changes the rules suggest (already re-computed on this run)\n" + json.dumps(checked)]
     if offline.facts.peers:
         parts.append(prompts.render("vs.md", runs=", ".join(f"{chr(66 + i)} = {p.run.where}"
@@ -91,11 +96,23 @@ def converse(messages: list[dict[str, Any]], facts: Facts, client: LLMClient, ma
 def run_agent(offline: Report, client: LLMClient, task: str, question: str | None = None,
               on_text: Callable[[str], None] | None = None,
               on_tool: Callable[[ToolEvent], None] | None = None) -> AgentResult:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": prompts.render("system.md")},
-                                      {"role": "user", "content": first_message(offline, task, question)}]
+    """The session for `task`; an endpoint failure ends it with `error` set (the messages so far kept for the
+    transcript), never with an exception."""
+    result = AgentResult([], None)
+    try:
+        _session(result, offline, client, task, question, on_text, on_tool)
+    except EndpointError as exc:
+        result.error, result.problem = exc, str(exc)
+    return result
+
+
+def _session(result: AgentResult, offline: Report, client: LLMClient, task: str, question: str | None,
+             on_text: Callable[[str], None] | None, on_tool: Callable[[ToolEvent], None] | None) -> None:
+    messages = result.messages
+    messages += [{"role": "system", "content": prompts.render("system.md")},
+                 {"role": "user", "content": first_message(offline, task, question)}]
     if client.capabilities.get("tools") is False:
         messages[1]["content"] += "\n\n" + inline_results(offline)
-    result = AgentResult(messages, None)
     repaired = inlined = False
     response_format = None
     turns = 0
@@ -111,11 +128,11 @@ def run_agent(offline: Report, client: LLMClient, task: str, question: str | Non
             break
         result.final = content
         if task == "ask":
-            return result
+            return
         obj, problem = answer.parse_answer(content)
         if obj is not None:
             result.answer = obj
-            return result
+            return
         if had_tools and client.capabilities.get("tools") is False and not inlined:
             # the endpoint refused tools during this request: give the model the results instead
             inlined = True
@@ -123,9 +140,8 @@ def run_agent(offline: Report, client: LLMClient, task: str, question: str | Non
             continue
         if repaired:
             result.problem = f"the model's answer was not valid after one repair ({problem})"
-            return result
+            return
         repaired = result.repaired = True
         response_format = answer.ANSWER_SCHEMA
         messages.append({"role": "user", "content": prompts.render("repair.md", problem=str(problem))})
     result.problem = f"no final answer within the turn limit ({MAX_TURNS} requests)"
-    return result

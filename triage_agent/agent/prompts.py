@@ -2,8 +2,9 @@
 
 The wheel carries them as `triage_agent/prompts` (hatch force-include); an editable install or a
 checkout reads them beside the package. `render` substitutes `$name` placeholders strictly, so a
-misspelt placeholder or a missing value raises instead of reaching the model. `$contract` (the
-answer contract of report.md, written once in `contract.md`) is always available.
+misspelt placeholder or a missing value raises instead of reaching the model. `$contract` (the example
+of the answer contract, derived from the model in agent/contract.py) and `$changes` (the changes block of
+an `ask` or `chat` answer, derived the same way) are always available.
 """
 
 from __future__ import annotations
@@ -42,4 +43,7 @@ def names() -> list[str]:
 
 def render(name: str, **values: str) -> str:
     """The prompt with its `$placeholders` filled; a placeholder without a value raises KeyError."""
-    return Template(load(name)).substitute({"contract": load("contract.md").strip(), **values})
+    from triage_agent.agent import contract
+
+    derived = {"contract": contract.example(contract.Answer), "changes": contract.example(contract.Changes)}
+    return Template(load(name)).substitute({**derived, **values})

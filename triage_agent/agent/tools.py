@@ -21,7 +21,7 @@ from triage_agent.analysis.stats import rnd
 from triage_agent.errors import ToolRefusal
 from triage_agent.findings import engine, suggest
 from triage_agent.findings.facts import Facts
-from triage_agent.findings.model import Finding, Severity
+from triage_agent.findings.model import Finding, Proposal, Severity
 from triage_agent.runs.logs import clean
 from triage_agent.runs.model import ConfigValue, Round, Run
 
@@ -389,11 +389,11 @@ def simulate_adjustment(facts: Facts, changes: dict[str, float]) -> dict[str, An
     Args:
         changes: map of "file:key" (as read_config shows them), a dotted key, or a leaf name that only one config entry has, to the new value, e.g. {"easy_threshold": 0.9}
     """
-    proposals = []
+    proposals: list[Proposal] = []
     asked, left = bounds.head(changes.items(), MAX_CHANGES)
     for spec, value in asked:
         cv = resolve_key(facts.run, spec)
-        proposals.append({"file": cv.file, "key": cv.key, "to": value})
+        proposals.append(Proposal(cv.file, cv.key, value))
     adjusted, rejected = suggest.finalize(facts, proposals)
     return {"results": [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "predicted": _bounded(a.predicted),
                          "meets_target": a.meets_target} for a in adjusted],

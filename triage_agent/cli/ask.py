@@ -34,6 +34,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     from triage_agent.commands.ask import ask
     from triage_agent.commands.report import DryRun
+    from triage_agent.render.terminal import checked_changes
 
     settings = settings_from(args)
     question = args.question if args.question is not None else (sys.stdin.read() if not sys.stdin.isatty() else "")
@@ -60,6 +61,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if not streamed:  # the endpoint could not stream: print the whole answer now
         out.file.write(neutralise(result.answer))
     out.file.write("\n")
+    out.file.flush()
+    for part in checked_changes(result.changes):
+        out.print(part)
     usage_line(result.source, err)
     return 0
 

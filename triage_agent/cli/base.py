@@ -47,6 +47,8 @@ def endpoint_flags(sp: argparse.ArgumentParser, sends: bool = True) -> None:
     sp.add_argument("--model", help="model name (else $TRIAGE_MODEL, the profile, or the endpoint's first model)")
     sp.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
     sp.add_argument("--profile", help="a profile of ~/.config/triage/config.toml")
+    sp.add_argument("--timeout", type=duration, metavar="SECONDS",
+                    help="the limit of one model request, e.g. 300 or 5m (else $TRIAGE_TIMEOUT, the profile, 120 s)")
     if sends:
         sp.add_argument("--dry-run", action="store_true", help="print exactly what would be sent, and send nothing")
         sp.add_argument("--no-save", action="store_true", help="do not save a transcript in the state dir")
@@ -56,7 +58,8 @@ def settings_from(args: argparse.Namespace) -> Any:
     """The endpoint settings: these flags over the environment over the profile."""
     from triage_agent.llm.settings import resolve
 
-    return resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile})
+    return resolve({"model": args.model, "base_url": args.base_url, "profile": args.profile,
+                    "timeout": getattr(args, "timeout", None)})
 
 
 def write_json(out: Console, doc: Any) -> None:

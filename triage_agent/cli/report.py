@@ -50,6 +50,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     for note in result.notes if args.json else []:
         err.print(literal(f"note: {note}"))
     usage_line(result.source, err)
+    if result.model_error is not None:  # the rules' report is out; the exit code says the model part failed
+        err.print(literal(f"triage: {result.model_error}; the report above is the rules' own"))
+        return 3
     return fail_code(result, args.fail_on)
 
 

@@ -88,7 +88,8 @@ def plan(source: str | Path, run_override: str | None = None, include_unmet: boo
 
 def edit_plan(facts: Facts, proposals: list[dict[str, Any]], include_unmet: bool = False,
               force: bool = False) -> ApplyResult:
-    """Each proposal {file, key, to[, from, meets_target]} checked and turned into a value-only edit."""
+    """Each proposal {file, key, to[, from, meets_target, default]} checked and turned into a value-only edit;
+    of two changes for one key, only the default one."""
     run = facts.run
     texts: dict[str, tuple[str, str]] = {}
     refused: list[tuple[str, str, str]] = []
@@ -98,6 +99,10 @@ def edit_plan(facts: Facts, proposals: list[dict[str, Any]], include_unmet: bool
         cv, reason = suggest.check(facts, file, key, to)
         if cv is None:
             refused.append((file, key, reason or "refused"))
+            continue
+        if p.get("default") is False:  # a rules and a model change for one key: the other one is taken
+            refused.append((file, key, f"the alternative {p.get('source', '')} change; the default change for this "
+                                       "key is applied (the one whose what-if meets its target)"))
             continue
         if p.get("meets_target") is False and not include_unmet:
             refused.append((file, key, "its what-if does not reach the target (--include-unmet applies it anyway)"))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from triage_agent.agent import loop, transcript
+from triage_agent.agent.changes import Checked, Holdback, check, prose
 from triage_agent.commands.report import DryRun, can_save, dry_run_request, make_client, model_source
 from triage_agent.errors import BadInput
 from triage_agent.llm.settings import Settings, configure_hint, state_dir
@@ -17,9 +18,10 @@ from triage_agent.runs.load import load_run
 
 @dataclass
 class AskResult:
-    answer: str
+    answer: str  # the text, without the changes block (its changes are in `changes`, checked)
     source: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    changes: Checked = field(default_factory=Checked)
 
 
 def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callable[[str], None] | None = None,
@@ -36,9 +38,23 @@ def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callabl
     notes: list[str] = []
     save = save and can_save(env, notes)
     client = make_client(settings, env)
-    result = loop.run_agent(base, client, "ask", question, on_text=on_text, on_tool=on_tool)
+    hold = Holdback()  # the changes block is shown checked, after the answer, not as the model wrote it
+
+    def visible(chunk: str) -> None:
+        shown = hold.feed(chunk)
+        if shown and on_text:
+            on_text(shown)
+
+    result = loop.run_agent(base, client, "ask", question, on_text=visible, on_tool=on_tool)
+    rest = hold.flush()
+    if rest and on_text:
+        on_text(rest)
     source = model_source(settings, client)
     if save:
         source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "ask", result, client,
                                                    {"question": question}))
-    return AskResult(result.final or f"(no answer: {result.problem})", source, notes)
+    if result.error is not None:
+        raise result.error
+    if result.final is None:
+        return AskResult(f"(no answer: {result.problem})", source, notes)
+    return AskResult(prose(result.final), source, notes, check(base.facts, result.final))

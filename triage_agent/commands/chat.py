@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from triage_agent import redact, safejson
-from triage_agent.agent import loop, prompts, tools
+from triage_agent.agent import changes, loop, prompts, tools
 from triage_agent.agent.loop import ToolEvent
 from triage_agent.commands.report import make_client
 from triage_agent.llm.client import LLMClient
@@ -102,6 +102,10 @@ class ChatSession:
             return f"(no answer within {loop.MAX_TURNS} requests)"
         self.save_quietly()
         return content
+
+    def check(self, answer: str) -> changes.Checked:
+        """The changes an answer proposes, checked and re-computed like a report's, before they are shown."""
+        return changes.check(self.offline.facts, answer)
 
     def simulate(self, specs: list[str]) -> dict[str, Any]:
         changes: dict[str, float] = {}

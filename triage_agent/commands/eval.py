@@ -5,6 +5,8 @@ that writes `sample_runs/`, or a folder of your own runs each with an `expected.
 the finding ids its causes cite (recall and precision against the planted ids, micro-averaged over the suite),
 on its config changes (the share that pass the checks and reach their target by what-if), and on how often it
 needed the repair turn or fell back to the offline report; requests, tokens and time are reported beside.
+Every score is given over the whole suite and over each paradigm's runs (the paradigm the loader gives each
+run), so a model that only knows GRPO cannot hide behind a suite of GRPO runs.
 
     score = 0.4 * recall + 0.3 * precision + 0.2 * changes that pass and reach their target
             + 0.1 * (1 - share of runs that fell back to the offline report)
@@ -22,7 +24,6 @@ from triage_agent import safejson
 from triage_agent.agent import answer, loop, transcript
 from triage_agent.commands.report import can_save, make_client
 from triage_agent.errors import BadInput
-from triage_agent.llm.errors import EndpointError
 from triage_agent.llm.settings import Settings, state_dir
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
@@ -47,6 +48,7 @@ class RunScore:
     seconds: float = 0.0
     problem: str | None = None
     transcript: str | None = None
+    paradigm: str = "unknown"  # the run's, as the loader found it: scores are shown per paradigm too
 
     @property
     def correct(self) -> int:
@@ -89,7 +91,14 @@ class ModelScore:
         return (WEIGHTS["recall"] * self.recall + WEIGHTS["precision"] * self.precision
                 + WEIGHTS["changes"] * self.changes + WEIGHTS["no_fallback"] * (1 - self.fallback_share))
 
-    def summary(self) -> dict[str, Any]:
+    def by_paradigm(self) -> dict[str, ModelScore]:
+        """The same scores over each paradigm's runs alone (in the suite's order of first appearance)."""
+        groups: dict[str, ModelScore] = {}
+        for r in self.runs:
+            groups.setdefault(r.paradigm, ModelScore(self.model)).runs.append(r)
+        return groups
+
+    def summary(self, paradigms: bool = True) -> dict[str, Any]:
         n = len(self.runs) or 1
         return {"model": self.model, "score": round(self.score, 3), "recall": round(self.recall, 3),
                 "precision": round(self.precision, 3), "changes_pass_and_meet": round(self.changes, 3),
@@ -98,7 +107,9 @@ class ModelScore:
                 "cited": sum(len(r.cited) for r in self.runs), "proposed": self._sum("proposed"),
                 "rejected": self._sum("rejected"), "requests": self._sum("requests"),
                 "prompt_tokens": self._sum("prompt_tokens"), "completion_tokens": self._sum("completion_tokens"),
-                "seconds_per_report": round(sum(r.seconds for r in self.runs) / n, 2)}
+                "seconds_per_report": round(sum(r.seconds for r in self.runs) / n, 2),
+                **({"paradigms": {p: m.summary(paradigms=False) for p, m in self.by_paradigm().items()}}
+                   if paradigms else {})}
 
 
 @dataclass
@@ -145,13 +156,13 @@ def score_run(name: str, path: Path, planted: list[str], settings: Settings, env
     base = offline_report(load_run(path))
     client = make_client(replace(settings, sources=dict(settings.sources)), env)
     started = time.perf_counter()
-    try:
-        result = loop.run_agent(base, client, "report")
-    except EndpointError as exc:  # a timeout or a malformed answer: this run fell back, the others go on
-        return RunScore(name, planted, fallback=True, problem=str(exc), requests=client.usage.requests,
-                        seconds=round(time.perf_counter() - started, 2))
+    result = loop.run_agent(base, client, "report")
+    paradigm = base.run.paradigm
+    if result.error is not None:  # a timeout or a malformed answer: this run fell back, the others go on
+        return RunScore(name, planted, fallback=True, problem=str(result.error), requests=client.usage.requests,
+                        seconds=round(time.perf_counter() - started, 2), paradigm=paradigm)
     out = RunScore(name, planted, seconds=round(time.perf_counter() - started, 2), repaired=result.repaired,
-                   problem=result.problem)
+                   problem=result.problem, paradigm=paradigm)
     u = client.usage
     out.requests, out.prompt_tokens, out.completion_tokens = u.requests, u.prompt_tokens, u.completion_tokens
     if save:
@@ -160,9 +171,9 @@ def score_run(name: str, path: Path, planted: list[str], settings: Settings, env
         out.fallback = True
         return out
     cited: list[str] = []
-    for d in result.answer.get("diagnosis", []):
-        for fid in d.get("findings", []) if isinstance(d.get("findings"), list) else []:
-            if isinstance(fid, str) and fid not in cited:
+    for d in result.answer.diagnosis:
+        for fid in d.findings:
+            if fid[:100] not in cited:
                 cited.append(fid[:100])
     out.cited = cited
     _, adjustments, rejected = answer.accept(base.facts, result.answer, {f.id for f in base.findings})

@@ -75,19 +75,35 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
     if dry_run:
         return dry_run_request(base, settings, "report")
     save = save and can_save(env, base.notes)
-    client = make_client(settings, env)
-    result = loop.run_agent(base, client, "report")
+    client: LLMClient | None = None
+    try:
+        client = make_client(settings, env)
+        result = loop.run_agent(base, client, "report")
+    except EndpointError as exc:
+        # the deterministic part is done: the model's failure costs its answer, never the rules' report
+        return model_failed(base, settings, client, exc)
     source = model_source(settings, client)
     if save:
         source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "report", result, client))
+    if result.error is not None:
+        return model_failed(base, settings, client, result.error, source)
     if result.answer is None:
         base.source = source | {"kind": "offline", "fallback": True}
         base.notes.append(f"model answer not used: {result.problem}; this is the offline diagnosis")
         return base
     known = {f.id for f in base.findings}
     diagnosis, adjustments, rejected = answer.accept(base.facts, result.answer, known)
-    # the rules' own checked changes stay beside the model's (the model's wins on the same file and key)
-    taken = {(a.file, a.key) for a in adjustments}
-    adjustments += [a for a in base.adjustments if (a.file, a.key) not in taken]
-    return Report(base.facts, base.findings, diagnosis, adjustments, rejected, source, base.notes,
-                  base.troubleshooting)
+    return Report(base.facts, base.findings, diagnosis, answer.combine(adjustments, base.adjustments), rejected, source,
+                  base.notes, base.troubleshooting)
+
+
+def model_failed(base: Report, settings: Settings, client: LLMClient | None, exc: EndpointError,
+                 source: dict[str, Any] | None = None) -> Report:
+    """The rules' report of a run whose model part failed (timeout, 5xx, malformed reply, cut stream, refused
+    key): `source.kind = "rules"` with the error, and the error kept for the exit code."""
+    if source is None:
+        source = model_source(settings, client) if client is not None else {"model": settings.model,
+                                                                              "endpoint": settings.host}
+    base.source = source | {"kind": "rules", "error": {"kind": exc.kind, "message": str(exc)}}
+    base.model_error = str(exc)
+    return base

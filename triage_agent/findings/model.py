@@ -27,6 +27,19 @@ class Finding:
         return SEVERITY_RANK[self.severity] <= SEVERITY_RANK[severity]
 
 
+@dataclass(frozen=True)
+class Proposal:
+    """A config change someone proposes (a rule's suggestion or the model's), before it is checked and
+    re-computed; `to` is whatever was proposed, the checks decide whether it is a usable number."""
+
+    file: str
+    key: str
+    to: Any
+    rationale: str = ""
+    findings: tuple[str, ...] = ()
+    source: str = "rules"  # "rules" or "model"
+
+
 @dataclass
 class Adjustment:
     file: str
@@ -38,6 +51,9 @@ class Adjustment:
     meets_target: bool | None = None
     findings: list[str] = field(default_factory=list)
     source: str = "rules"  # "rules" (the deterministic suggestions) or "model"
+    # when a rules change and a model change name the same key, both are kept and exactly one is the default
+    # (the one `apply` takes): the one whose what-if meets its target, the model's when that does not decide
+    default: bool = True
 
 
 @dataclass

@@ -15,7 +15,7 @@ from triage_agent.analysis.rollouts import pass_rates, reliability, zero_varianc
 from triage_agent.analysis.stats import rnd
 from triage_agent.findings.engine import REGISTRY
 from triage_agent.findings.facts import Facts, number
-from triage_agent.findings.model import Adjustment, Finding, Rejected
+from triage_agent.findings.model import Adjustment, Finding, Proposal, Rejected
 from triage_agent.runs.model import ConfigValue, Run
 
 UNIT_KEYS = {"easy_threshold", "unsolvable_threshold", "target_accuracy"}
@@ -180,45 +180,40 @@ def _sim_key(cv: ConfigValue, facts: Facts) -> str:
     return cv.leaf
 
 
-def finalize(facts: Facts, proposals: list[dict[str, Any]]) -> tuple[list[Adjustment], list[Rejected]]:
-    """Check each proposal {file, key, to, rationale, findings}, then what-if all accepted ones together."""
-    accepted: list[tuple[ConfigValue, dict[str, Any]]] = []
+def finalize(facts: Facts, proposals: list[Proposal]) -> tuple[list[Adjustment], list[Rejected]]:
+    """Check each proposal, then what-if all accepted ones together (the first proposal for a key counts)."""
+    accepted: list[tuple[ConfigValue, Proposal]] = []
     rejected: list[Rejected] = []
     seen: set[tuple[str, str]] = set()
     for p in proposals:
-        file, key, to = str(p.get("file", "")), str(p.get("key", "")), p.get("to")
-        cv, reason = check(facts, file, key, to)
+        cv, reason = check(facts, str(p.file), str(p.key), p.to)
         if cv is None:
-            rejected.append(Rejected(file, key, to, reason or "rejected"))
+            rejected.append(Rejected(str(p.file), str(p.key), p.to, reason or "rejected"))
             continue
         if (cv.file, cv.key) in seen:
             continue
         seen.add((cv.file, cv.key))
         accepted.append((cv, p))
-    sim = simulate(facts, [(cv, float(p["to"])) for cv, p in accepted])
+    sim = simulate(facts, [(cv, float(p.to)) for cv, p in accepted])
     out = []
     for cv, p in accepted:
         k = _sim_key(cv, facts)
-        to = p["to"]
+        to = p.to
         if isinstance(cv.value, int) and not isinstance(cv.value, bool) and float(to).is_integer():
             to = int(to)
-        out.append(Adjustment(cv.file, cv.key, cv.value, to, str(p.get("rationale", "")),
-                              sim.predicted.get(k, {}), sim.meets.get(k), list(p.get("findings", []))))
+        out.append(Adjustment(cv.file, cv.key, cv.value, to, p.rationale, sim.predicted.get(k, {}), sim.meets.get(k),
+                              list(p.findings), p.source))
     return out, rejected
 
 
-def offline_proposals(findings: list[Finding]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def offline_proposals(findings: list[Finding]) -> list[Proposal]:
+    out: list[Proposal] = []
     for f in findings:
         s = f.suggestion
         while s:
-            out.append({"file": s["file"], "key": s["key"], "to": s["to"],
-                        "rationale": _rationale(f), "findings": [f.id]})
+            out.append(Proposal(s["file"], s["key"], s["to"], _rationale(f), (f.id,)))
             s = s.get("also")
     return out
-
-
-
 
 
 def _rationale(f: Finding) -> str:

@@ -76,6 +76,12 @@ def _is_validation_error(exc: BaseException) -> bool:
     return "validation error" in text or "literal_error" in text or "extra_forbidden" in text
 
 
+def timeout_message(base_url: str | None, seconds: float) -> str:
+    """A timed-out request, naming the two ways to give the next one longer."""
+    return (f"the endpoint {base_url} timed out after {seconds:g} s (the per-request limit: raise it with "
+            "--timeout SECONDS or TRIAGE_TIMEOUT)")
+
+
 def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, openai.APITimeoutError) or _is_validation_error(exc):
         return False
@@ -205,7 +211,7 @@ class LLMClient:
         status = getattr(exc, "status_code", None)
         body = str(exc)
         if isinstance(exc, openai.APITimeoutError):
-            return EndpointError("timeout", f"the endpoint {base} timed out after {self.settings.timeout:g} s")
+            return EndpointError("timeout", timeout_message(base, self.settings.timeout))
         if isinstance(exc, openai.APIConnectionError):
             if _refused(exc):
                 return EndpointError("unreachable", f"cannot reach {base}: the connection was refused (is the server "
@@ -259,7 +265,7 @@ class LLMClient:
         remaining = self.deadline_at - time.monotonic()
         if remaining <= 0:
             raise EndpointError("timeout", f"the command used its {self.settings.command_deadline:g} s budget for "
-                                "model requests")
+                                "model requests (raise it with TRIAGE_DEADLINE)")
         seconds = min(self.settings.timeout, remaining)
         box: dict[str, Any] = {}
         done = threading.Event()
@@ -276,7 +282,7 @@ class LLMClient:
         if not done.wait(seconds):
             self.given_up += 1  # the worker may still deliver text: it is dropped from now on
             self._reconnect()  # closing the connection tells the server to stop generating for us
-            raise EndpointError("timeout", f"the endpoint {self.settings.base_url} timed out after {seconds:g} s")
+            raise EndpointError("timeout", timeout_message(self.settings.base_url, seconds))
         if "error" in box:
             raise box["error"]
         return box["value"]

@@ -133,9 +133,16 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
         s.base_url, s.sources["base_url"] = OPENAI_DEFAULT, "default (OPENAI_API_KEY set)"
     for key, env_name in (("timeout", "TRIAGE_TIMEOUT"), ("connect_timeout", None), ("command_deadline",
                                                                                      "TRIAGE_DEADLINE")):
-        raw = env.get(env_name) if env_name and env.get(env_name) else prof.get(key)
+        if key in flags:  # only --timeout is a flag
+            raw, s.sources[key] = flags[key], f"--{key}"
+        elif env_name and env.get(env_name):
+            raw, s.sources[key] = env[env_name], f"${env_name}"
+        else:
+            raw = prof.get(key)
+            if raw is not None:
+                s.sources[key] = f"profile {name} ({path})"
         if raw is not None:
-            setattr(s, key, _seconds(raw, key))
+            setattr(s, key, _seconds(raw, "--timeout / TRIAGE_TIMEOUT" if key == "timeout" else key))
     if "max_tokens" in prof:
         tokens = prof["max_tokens"]
         if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:

@@ -11,10 +11,11 @@ from rich.live import Live
 from rich.markdown import Markdown
 
 from triage_agent.agent import tools
+from triage_agent.agent.changes import Holdback, prose
 from triage_agent.agent.loop import ToolEvent
 from triage_agent.commands.chat import COMMANDS, ChatSession
 from triage_agent.errors import TriageError
-from triage_agent.render.terminal import findings_table, fmt_value, predicted_text
+from triage_agent.render.terminal import checked_changes, findings_table, fmt_value, predicted_text
 from triage_agent.render.text import LiteralTable, literal, neutralise
 
 PROMPT = "triage> "
@@ -118,14 +119,17 @@ def _answer(session: ChatSession, line: str, console: Console) -> None:
     def on_tool(ev: ToolEvent) -> None:
         console.print(literal(f"→ {ev.name}({ev.arguments[:60]}) {ev.seconds * 1000:.0f} ms", "dim"))
 
+    hold = Holdback()  # the changes block is shown checked below the answer, not as the model wrote it
     try:
         with Live(Markdown(""), console=console, refresh_per_second=8, transient=False) as live:
             def on_text(chunk: str) -> None:
-                text.append(chunk)
+                text.append(hold.feed(chunk))
                 live.update(Markdown(neutralise("".join(text))))
 
             answer = session.turn(line, on_text, on_tool)
-            live.update(Markdown(neutralise(answer)))
+            live.update(Markdown(neutralise(prose(answer))))
+        for part in checked_changes(session.check(answer)):
+            console.print(part)
     except KeyboardInterrupt:
         console.print("[answer stopped]", style="yellow", markup=False, highlight=False)
     except TriageError as exc:

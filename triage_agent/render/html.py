@@ -125,8 +125,8 @@ def render(report: Report) -> str:
                              [a for a in report.adjustments if a.meets_target is False])):
             if rows:
                 parts.append(f"<h2>{title}</h2>" + _table(
-                    ["from", "file", "key", "before", "after", "predicted", "meets target", "rationale"],
-                    [[a.source, a.file, a.key, fmt_value(a.from_), fmt_value(a.to), predicted_text(a.predicted),
+                    ["by", "file", "key", "before", "after", "predicted", "meets target", "rationale"],
+                    [[a.source if a.default else f"{a.source} (alternative)", a.file, a.key, fmt_value(a.from_), fmt_value(a.to), predicted_text(a.predicted),
                       met[a.meets_target], a.rationale] for a in rows]))
     if report.rejected:
         parts.append("<h2>Rejected suggestions</h2>" + _table(["file", "key", "to", "reason"],

@@ -51,7 +51,7 @@ def document(report: Report) -> dict[str, Any]:
                       for d in report.diagnosis],
         "adjustments": [{"file": a.file, "key": a.key, "from": a.from_, "to": a.to, "rationale": a.rationale,
                          "predicted": a.predicted, "meets_target": a.meets_target, "findings": a.findings,
-                         "source": a.source}
+                         "source": a.source, "default": a.default}
                         for a in report.adjustments],
         "rejected": [{"file": x.file, "key": x.key, "to": x.to, "reason": x.reason} for x in report.rejected],
         **({"troubleshooting": [{"stage": t.stage, "question": t.question, "findings": t.findings,

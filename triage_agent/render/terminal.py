@@ -62,8 +62,12 @@ def summary(report: Report) -> Panel:
         elif f.rows is not None:
             lines.append(f"  {f.path}: {f.read_as or f.role}, {f.rows} rows")
     src = report.source
-    lines.append("source: " + ("deterministic rules (offline)" if src.get("kind") == "offline"
-                               else f"model {src.get('model')} at {src.get('endpoint')}"))
+    if src.get("kind") == "offline":
+        lines.append("source: deterministic rules (offline)")
+    elif src.get("kind") == "rules":
+        lines.append(f"source: deterministic rules; the model part failed: {src.get('error', {}).get('message')}")
+    else:
+        lines.append(f"source: model {src.get('model')} at {src.get('endpoint')}")
     return Panel(Text("\n").join([head, *(literal(x) for x in lines)]), title="triage", expand=False)
 
 
@@ -234,11 +238,12 @@ def diagnosis_and_adjustments(report: Report) -> list[Any]:
         if not rows:
             continue
         t = LiteralTable(title=title, expand=False)
-        for col in ("from", "file", "key", "from → to", "predicted", "meets target"):
+        for col in ("by", "file", "key", "from → to", "predicted", "meets target"):
             t.add_column(col)
         for a in rows:
             met = {True: Text("yes", "green"), False: Text("no", "red"), None: Text("not checked")}[a.meets_target]
-            t.add_row(a.source, a.file, a.key, f"{fmt_value(a.from_)} → {fmt_value(a.to)}", predicted_text(a.predicted), met)
+            # two changes for one key: `apply` takes the default one, the other is shown as the alternative
+            t.add_row(a.source if a.default else f"{a.source} (alternative)", a.file, a.key, f"{fmt_value(a.from_)} → {fmt_value(a.to)}", predicted_text(a.predicted), met)
         out.append(t)
     if report.rejected:
         t = LiteralTable(title="Rejected suggestions", expand=False)
@@ -247,6 +252,29 @@ def diagnosis_and_adjustments(report: Report) -> list[Any]:
         for x in report.rejected:
             t.add_row(x.file, x.key, fmt_value(x.to), x.reason)
         out.append(t)
+    return out
+
+
+def checked_changes(checked: Any) -> list[Any]:
+    """The changes an `ask` or `chat` answer proposed (agent.changes.Checked), as the checks and the what-if
+    left them: each with its predicted numbers and whether it meets its target, or marked unchecked or
+    rejected."""
+    if checked.empty:
+        return []
+    t = LiteralTable(title="Changes the answer proposes (checked and re-computed on this run)", expand=False)
+    for col in ("file", "key", "from → to", "predicted", "status"):
+        t.add_column(col)
+    for a in checked.adjustments:
+        # the predicted column says why an unchecked one is (the what-if cannot tell from this run)
+        status = {True: Text("meets target", "green"), False: Text("misses target", "red"),
+                  None: Text("unchecked", "yellow")}[a.meets_target]
+        t.add_row(a.file, a.key, f"{fmt_value(a.from_)} → {fmt_value(a.to)}", predicted_text(a.predicted), status)
+    for x in checked.rejected:
+        t.add_row(x.file, x.key, f"→ {fmt_value(x.to)}", "", Text(f"rejected: {x.reason}", "red"))
+    out: list[Any] = [t] if checked.adjustments or checked.rejected else []
+    if checked.unchecked:
+        out.append(literal(f"unchecked: the answer's proposed changes could not be read ({checked.unchecked})",
+                           "yellow"))
     return out
 
 
