@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from triage_agent import redact, safejson
+from triage_agent import bounded, redact, safejson
 from triage_agent.agent.schema import bind_arguments, function_schema
 from triage_agent.analysis import rewards, rounds
 from triage_agent.analysis.rollouts import reliability
@@ -434,7 +434,7 @@ def search_log(facts: Facts, pattern: str, file: str | None = None, max_matches:
         path = (run.root / rel).resolve()
         if root not in path.parents:  # a symlink or `..` that escapes the run folder
             raise ValueError(f"'{rel}' resolves outside the run folder; refused")
-        with path.open("rb") as fh:
+        with bounded.open_binary(path) as fh:
             for i, raw in enumerate(iter(lambda: fh.readline(1 << 20), b""), start=1):
                 text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
                 if find(text):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from triage_agent import safejson
+from triage_agent import bounded, safejson
 from triage_agent.edits import EditError, edit_text
 from triage_agent.errors import TriageError
 from triage_agent.findings import suggest
@@ -106,7 +106,7 @@ def edit_plan(facts: Facts, proposals: list[dict[str, Any]], include_unmet: bool
             raise TriageError(f"{file}: {key} is {cv.value!r} now but the report was made when it was "
                               f"{str(p['from'])[:40]!r}: the report is stale (--force applies it anyway)")
         if file not in texts:
-            text = (run.root / file).read_text(encoding="utf-8")
+            text = bounded.read_text(run.root / file)
             texts[file] = (text, text)
         original, current = texts[file]
         new = number(to)

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from triage_agent import safejson
+from triage_agent import bounded, safejson
 from triage_agent.runs.model import ConfigValue, ParseError
 
 if sys.version_info >= (3, 11):
@@ -103,7 +103,7 @@ def flatten(doc: Any, file: str) -> list[ConfigValue]:
 
 def load_config(path: Path, rel: str) -> tuple[Any, list[ConfigValue], list[ParseError]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path)
         doc = parse_config_text(text, path.suffix.lower())
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         line = None

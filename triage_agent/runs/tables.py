@@ -14,6 +14,7 @@ import ctypes
 import io
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
-from triage_agent import safejson
+from triage_agent import bounded, safejson
 from triage_agent.runs.model import ParseError
 
 TABLE_SUFFIXES = (".jsonl", ".csv", ".parquet")
@@ -53,7 +54,8 @@ def read_table(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseErr
     """Read one tabular file; never raises for bad content."""
     suffix = path.suffix.lower()
     try:
-        size = path.stat().st_size
+        with bounded.open_binary(path) as fh:  # a FIFO or device is refused here, before pyarrow opens it
+            size = os.fstat(fh.fileno()).st_size
     except OSError as exc:
         return None, [ParseError(rel, None, f"unreadable: {exc.strerror}")]
     if size == 0:
@@ -86,7 +88,7 @@ def _survey(path: Path, chunk: int = 8 << 20) -> tuple[bool, int]:
     """One pass over a JSONL file: (a line might nest too deep for pyarrow, how many lines it has). The
     pass stops at the first line too deep (that file goes to the line reader: the count is moot)."""
     carry, lines, last = 0, 0, b"\n"
-    with path.open("rb") as fh:
+    with bounded.open_binary(path) as fh:
         while block := fh.read(chunk):
             compact = b"{" * carry + block.translate(None, _KEEP_ONLY_OPENINGS)  # only brackets and newlines
             if _OPENINGS_RUN.search(compact):
@@ -162,7 +164,7 @@ def _jsonl_line_numbers(path: Path, rows: int, lines: int) -> range | list[int]:
     if rows == lines:
         return range(1, rows + 1)  # a row per line: row i is line i + 1, no pass over the lines needed
     numbers: list[int] = []
-    with path.open("rb") as fh:
+    with bounded.open_binary(path) as fh:
         for i, raw in enumerate(fh, start=1):
             if raw.strip():
                 numbers.append(i)
@@ -173,7 +175,7 @@ def _jsonl_line_numbers(path: Path, rows: int, lines: int) -> range | list[int]:
 
 def iter_json_objects(path: Path, rel: str, errors: list[ParseError]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every JSON-object line; bad lines go to `errors` with their location."""
-    with path.open("rb") as fh:
+    with bounded.open_binary(path) as fh:
         for i, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
@@ -220,7 +222,7 @@ def _read_csv(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseErro
     except (pa.ArrowException, OSError, ValueError):
         pass
     errors: list[ParseError] = []
-    raw = path.read_bytes()
+    raw = bounded.read_bytes(path)
     text = raw.decode("utf-8", errors="replace")
     reader = csv.reader(io.StringIO(text.replace("\x00", "\ufffd"), newline=""))
     try:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from triage_agent import bounded
 from triage_agent.runs.model import LogScan, ParseError
 
 
@@ -47,8 +48,4 @@ class Format:
 
 def head_bytes(path: Path, size: int = 4096) -> bytes:
     """The first `size` bytes of a file (b"" when unreadable): what sniffs look at."""
-    try:
-        with path.open("rb") as fh:
-            return fh.read(size)
-    except OSError:
-        return b""
+    return bounded.head(path, size)

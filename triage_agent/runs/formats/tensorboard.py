@@ -6,6 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from triage_agent import bounded
 from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.model import ParseError
 
@@ -40,9 +41,10 @@ class Events:
         from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
         from tensorboard.util import tensor_util
 
-        if self.loader is None:
-            self.loader = EventFileLoader(str(path))
         try:
+            if self.loader is None:
+                bounded.regular(path)  # the loader opens the path itself: no FIFO or device reaches it
+                self.loader = EventFileLoader(str(path))
             for event in self.loader.Load():
                 if not event.HasField("summary"):
                     continue
