@@ -73,11 +73,16 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
     cols = getattr(args, "width", None)
     out = stdout or Console(soft_wrap=False, width=cols)
     err = stderr or Console(stderr=True, soft_wrap=True, width=cols)
+    from triage_agent import redact
+
+    for console in (out, err):  # whatever a view prints, no secret reaches the terminal
+        if not isinstance(console.file, redact.MaskedStream):
+            console.file = redact.MaskedStream(console.file)  # type: ignore[assignment]
     try:
         code: int = args.func(args, out, err)
         return code
     except TriageError as exc:
-        err.print(literal(f"triage: {exc}"))
+        err.print(literal(one_line(f"triage: {exc}")))
         return exc.exit_code
     except KeyboardInterrupt:
         err.print("triage: interrupted", markup=False)
@@ -90,6 +95,11 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
 
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE
+
+
+def one_line(message: str) -> str:
+    """An error message on one line, whatever it quotes (a run name or a URL with a newline in it)."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _internal_error(exc: BaseException, err: Console) -> int:
@@ -110,10 +120,10 @@ def _internal_error(exc: BaseException, err: Console) -> int:
         os.close(fd)
         where = Path(tmp)
     try:
-        where.write_text(details, encoding="utf-8")
+        where.write_text(redact.text(details), encoding="utf-8")  # saved: masked like everything else
     except OSError:
         where = "(could not be written)"
     if os.environ.get("TRIAGE_DEBUG") == "1":
         err.print(literal(details))
-    err.print(literal(f"triage: internal error: {type(exc).__name__}: {str(exc)[:200]}; details in {where}"))
+    err.print(literal(one_line(f"triage: internal error: {type(exc).__name__}: {str(exc)[:200]}; details in {where}")))
     return INTERNAL_ERROR
