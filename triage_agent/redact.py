@@ -39,7 +39,7 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 # names that hold counts or vocabulary entries, not credentials (`max_tokens=512`, `pad_token: <|endoftext|>`)
 _HARMLESS_NAME = re.compile(r"(?:^|[._-])(?:pad|eos|bos|unk|sep|cls|mask|max|min|num|n|total|new|prompt|completion|"
                             r"special|add|skip|chat|image|vision|end|start)_?tokens?(?:_(?:id|ids|count|len|length|"
-                            r"limit|budget|per_\w+))?$|tokeni[sz]er|tokens_|_tokens$", re.I)
+                            r"limit|budget|per_\w+))?$|tokeni[sz]er|tokens_|_tokens$|(?:error|exception|warning)$", re.I)
 _HARMLESS_VALUE = re.compile(r"^[\"']?(?:[-+]?\d[\d_.e+-]*|true|false|none|null|nan|inf|\[redacted\])?[\"']?$", re.I)
 
 

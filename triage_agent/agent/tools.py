@@ -549,6 +549,14 @@ def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult
         return ToolResult(error=_bounded_text(f"{name} failed: {type(exc).__name__}: {exc}"))
 
 
+def echoed(arguments: str) -> str:
+    """A tool call's arguments as the conversation keeps them: over MAX_ARGUMENTS they are refused (see `call`)
+    and never sent back to the model nor saved, only their size."""
+    if len(arguments) <= MAX_ARGUMENTS:
+        return arguments
+    return json.dumps({"left_out": f"arguments of {len(arguments):,} characters"})
+
+
 def _bounded_text(text: str, limit: int = 500) -> str:
     text = redact.text(text)
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"

@@ -108,6 +108,7 @@ def _internal_error(exc: BaseException, err: Console) -> int:
     import traceback
     from pathlib import Path
 
+    from triage_agent import redact
     from triage_agent.llm.settings import state_dir
     from triage_agent.state import unique_path
 

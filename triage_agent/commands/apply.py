@@ -130,6 +130,11 @@ def _same(recorded: Any, now: Any) -> bool:
 def write(result: ApplyResult, out_dir: Path | None = None, in_place: bool = False) -> ApplyResult:
     """Edited copies under `out_dir`, or the originals after saving `<file>.bak` backups."""
     try:
+        for e in result.edits if in_place else []:  # before any file is touched: all or none are edited
+            if not (result.run / e.file).stat().st_mode & 0o222:
+                # read-only on purpose (root may still rename over it: the mode, not access(), is the owner's word)
+                raise TriageError(f"{e.file}: is read-only; not edited in place (use --write DIR, or make it "
+                                  "writable)")
         for e in result.edits:
             _write_one(result, e, out_dir, in_place)
     except OSError as exc:

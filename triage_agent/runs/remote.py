@@ -105,12 +105,28 @@ def _listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, 
     depth_limit = SPLIT_DEPTH + disc.MAX_DEPTH
     with contextlib.suppress(Exception):  # a cached listing would hide what was written since (watch re-lists)
         fs.invalidate_cache(root)
-    walk = fs.walk(root, detail=True, maxdepth=depth_limit + 1)
-    for dirpath, dirs, files in bounded.entries(walk, MAX_FOLDERS, LIST_SECONDS):
+    walk = bounded.entries(fs.walk(root, detail=True, maxdepth=depth_limit + 1), MAX_FOLDERS, LIST_SECONDS)
+    while True:
+        try:
+            dirpath, dirs, files = next(walk)
+        except StopIteration:
+            return out, False
+        except bounded.Refused as exc:  # a server listing folders forever: what was listed so far is read
+            notes.append(f"the remote listing stopped ({exc.strerror}): the rest was not fetched")
+            return out, True
         for name in [d for d in dirs if d.startswith(".") and d != ".hydra"]:
             del dirs[name]  # hidden folders are never read (and never listed further)
         for name, info in sorted(files.items()):
-            rel = (str(dirpath).rstrip("/") + "/" + name)[len(root) + 1:] if str(dirpath) != root else name
+            # the object's own key (a key with `//` is listed under an empty name); `//` collapses to `/` here
+            key = str(info.get("name") or (str(dirpath).rstrip("/") + "/" + name))
+            if info.get("type") == "directory":  # S3 lists the prefix of a `a//b` key as a nameless folder
+                notes.append(f"skipped the keys under {key[-120:]!r}: an empty folder name ('//') cannot be read")
+                continue
+            rel = "/".join(p for p in (key[len(root) + 1:] if key.startswith(root + "/") else name).split("/") if p)
+            if not rel or rel in out:
+                notes.append(f"skipped the key {key[-120:]!r}: no name of its own, or the same as another's")
+                continue
+            info = {**info, "name": key}
             size = info.get("size")
             if not wanted(rel, size if isinstance(size, int) else None):
                 continue
@@ -118,7 +134,6 @@ def _listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, 
                 notes.append(f"more than {MAX_FILES} files under the remote folder: the rest were not fetched")
                 return out, True
             out[rel] = info
-    return out, False
 
 
 def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
@@ -172,7 +187,7 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
         try:
             _clear(target, local)
             target.parent.mkdir(parents=True, exist_ok=True)
-            with fs.open(f"{root}/{rel}", "rb") as src:  # an object larger than it said, or endless, is refused
+            with fs.open(info["name"], "rb") as src:  # an object larger than it said, or endless, is refused
                 got = bounded.copy_to(src, tmp, size if isinstance(size, int) and size >= 0 else UNSIZED_BYTES,
                                       FETCH_SECONDS, f"{res.url}/{rel}")
             os.replace(tmp, target)

@@ -17,6 +17,7 @@ from triage_agent.errors import TriageError
 
 CONNECT_SECONDS = 30.0  # to open a connection; an unreachable host fails within this
 READ_SECONDS = 60.0  # between two reads of a reply: a stalled server is dropped after this
+BODY_BYTES = 64 << 20  # a reply read whole (an HTTP folder listing, one 5 MB block of a file): past this, refused
 # fsspec protocols that wrap another file system or a local archive: not a store a run lives on
 WRAPPERS = ("zip", "tar", "dir", "reference", "simplecache", "filecache", "blockcache", "cached", "libarchive",
             "jlab", "jupyter")
@@ -58,13 +59,34 @@ def options(protocol: str) -> dict[str, Any]:
         trace.on_request_redirect.append(_same_origin)
         return {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=None, connect=CONNECT_SECONDS,
                                                                    sock_read=READ_SECONDS),
-                                  "trace_configs": [trace]}}
+                                  "trace_configs": [trace], "response_class": _capped_response()}}
     if protocol in ("s3", "s3a"):
         return {"config_kwargs": {"connect_timeout": CONNECT_SECONDS, "read_timeout": READ_SECONDS,
                                   "retries": {"max_attempts": 3}}}
     if protocol == "ftp":
         return {"timeout": CONNECT_SECONDS}
     return {}
+
+
+def _capped_response() -> type:
+    """aiohttp's response, with a whole-body read (what fsspec does for a listing page) refused past
+    BODY_BYTES: a server that sends an endless listing cannot fill the memory. Streamed reads are unchanged."""
+    import aiohttp
+
+    class Capped(aiohttp.ClientResponse):
+        async def read(self) -> bytes:
+            if self._body is None:
+                parts, got = [], 0
+                async for chunk in self.content.iter_chunked(1 << 16):
+                    got += len(chunk)
+                    if got > BODY_BYTES:
+                        self.close()
+                        raise aiohttp.ClientPayloadError(f"a reply of more than {BODY_BYTES >> 20} MB was refused")
+                    parts.append(chunk)
+                self._body = b"".join(parts)
+            return await super().read()
+
+    return Capped
 
 
 async def _same_origin(session: Any, ctx: Any, params: Any) -> None:
