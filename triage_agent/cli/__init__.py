@@ -68,6 +68,11 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
     # the CLI's own process: Arrow's allocations go through malloc, which gives freed memory back (its default
     # pools keep it: reading a 1M-row table peaked ~90 MB higher); set before pyarrow is first imported
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    import warnings
+
+    # numpy's overflow and invalid-value warnings on hostile numbers (1e308 + 1e308) are not for the user:
+    # every analysis treats non-finite values itself
+    warnings.simplefilter("ignore", RuntimeWarning)
     from rich.console import Console
 
     cols = getattr(args, "width", None)

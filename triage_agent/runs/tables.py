@@ -275,6 +275,29 @@ def _to_bool(series: pd.Series) -> pd.Series:
     return series.map(conv).astype("object")
 
 
+def _scalar(v: object) -> object:
+    """A cell as pandas can read it as a number: bytes decoded, an integer too large for a float and any
+    nested value made missing."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, int) and not isinstance(v, bool):
+        return float(v) if abs(v) < 1e308 else None
+    return None if isinstance(v, (dict, list, tuple)) else v
+
+
+def _mostly_numbers(frame: pd.DataFrame, col: str, rel: str) -> list[ParseError]:
+    """A column of numbers with a few cells that are not (a string, bytes that are not UTF-8, a nested object)
+    becomes numbers, each odd cell missing and reported; a column of text stays as it is."""
+    values = pd.to_numeric(frame[col].map(_scalar), errors="coerce")
+    given = frame[col].notna()
+    if not values.notna().any() or values.notna().sum() < 0.5 * given.sum():
+        return []
+    odd = frame.loc[values.isna() & given, LINE].tolist()
+    frame[col] = values
+    return [ParseError(rel, int(line), f"not a number in {col}; the cell was skipped") for line in odd[:20]] + (
+        [ParseError(rel, None, f"{len(odd) - 20} more cells of {col} that are not numbers")] if len(odd) > 20 else [])
+
+
 def normalize(frame: pd.DataFrame, role: str, rel: str, columns: dict[str, str] | None = None
               ) -> tuple[pd.DataFrame | None, list[ParseError]]:
     """Rename manifest columns, coerce types, skip rows missing required values (reporting each)."""
@@ -296,6 +319,8 @@ def normalize(frame: pd.DataFrame, role: str, rel: str, columns: dict[str, str] 
             frame[col] = pd.to_numeric(frame[col], errors="coerce")
         elif frame[col].dtype.kind == "b":
             frame[col] = frame[col].astype("int64")
+        elif frame[col].dtype.kind == "O":
+            errors += _mostly_numbers(frame, col, rel)
     bad = pd.Series(False, index=frame.index)
     for col in schema["required"]:
         col_bad = frame[col].isna()

@@ -91,7 +91,10 @@ def _number(v: Any) -> float | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # an integer too large for a float is no metric value
+            return None
     if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity"):
         return float(v.strip().lower().replace("infinity", "inf"))
     return None
