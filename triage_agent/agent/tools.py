@@ -170,7 +170,8 @@ def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
     run = facts.run
     files = run.config_files()
     if file is not None and file not in files:
-        raise ValueError(f"'{file}' is not a config file of this run; config files: {', '.join(files) or 'none'}")
+        raise ValueError(f"'{file[:200]}' is not a config file of this run; config files: "
+                         f"{', '.join(files[:12]) or 'none'}{' …' if len(files) > 12 else ''}")
     out: dict[str, dict[str, Any]] = {}
     for cv in run.config_values:
         if (file is None or cv.file == file) and not isinstance(cv.value, dict):
@@ -178,8 +179,10 @@ def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
             if isinstance(shown, list) and len(shown) > 8:
                 shown = shown[:8] + ["…"]
             out.setdefault(cv.file, {})[cv.key] = shown
-    trimmed = {f: dict(list(v.items())[:40]) for f, v in out.items()}
-    return {"configs": trimmed, "source": file or ", ".join(files)}
+    # bounded whatever the run holds: 40 keys of each of 12 files (a run with thousands of config files)
+    trimmed = {f: dict(list(v.items())[:40]) for f, v in list(out.items())[:12]}
+    left = {"config_files_left_out": len(out) - len(trimmed)} if len(out) > len(trimmed) else {}
+    return {"configs": trimmed, **left, "source": file or ", ".join(files[:12]) + (" …" if len(files) > 12 else "")}
 
 
 @tool(offered=_has_rounds)
