@@ -313,3 +313,73 @@ def test_urls_that_are_not_stores_are_one_line(url, tmp_path):
     res = run(["inspect", url], env={"XDG_CACHE_HOME": str(tmp_path)}, timeout=60)
     assert res.problems({2}, 40, 1500) == [], res.stderr
     assert "s3cret" not in res.stderr
+
+
+# -- Ray: an unreachable head fails fast --------------------------------------------------------------------
+def test_an_unreachable_ray_address_fails_fast_in_one_line(tmp_path):
+    """Before: Ray retried for minutes (and tried the node's other addresses). Only a closed port on
+    127.0.0.1 is tried here."""
+    pytest.importorskip("ray")
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
+    for name in ("trl_healthy", "trl_oom_crash"):
+        shutil.copytree(SAMPLES / name, tmp_path / "sweep" / name)
+    res = run(["inspect", str(tmp_path / "sweep"), "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"],
+              env={"RAY_USAGE_STATS_ENABLED": "0"}, timeout=90)
+    assert res.problems({3}, 45, 1500) == [], res.stderr
+    assert res.stderr.strip() == f"triage: cannot reach Ray at 127.0.0.1:{port} (Connection refused); is the head " \
+                                 "running, on that port?"
+
+
+# -- S3 through a real S3-compatible server (moto, on 127.0.0.1) --------------------------------------------
+from tests.test_sweep import s3  # noqa: E402, F401 - the moto fixture
+
+
+def test_s3_odd_keys_credentials_in_the_url_a_broken_cache_and_watch_re_listing(s3, tmp_path, monkeypatch):  # noqa: F811
+    import s3fs
+
+    env, _ = s3
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": env["AWS_ENDPOINT_URL"]}, key=env["AWS_ACCESS_KEY_ID"],
+                           secret=env["AWS_SECRET_ACCESS_KEY"])
+    fs.mkdir("bucket")
+    fs.put(str(SAMPLES / "trl_healthy") + "/", "bucket/run/", recursive=True)
+    fs.pipe("bucket/run/logs//double.log", b"step:1 - actor/entropy:1\n")  # a key with `//`
+    fs.pipe("bucket/run/both", b"an object")  # and a folder of the same name
+    fs.pipe("bucket/run/both/train.log", b"step:1 - actor/entropy:1\n")
+    cache = Path(env["XDG_CACHE_HOME"]) / "triage" / "fs" / "s3" / "bucket" / "run"
+    (cache / "grpo_config.yaml").mkdir(parents=True)  # an earlier listing left a folder where a file goes
+    (cache / "both" / "train.log").mkdir(parents=True)
+
+    def inspect(url: str):
+        return run(["inspect", url, "--json"], env=env, timeout=120)
+
+    first = inspect("s3://bucket/run")
+    assert first.problems({0}, 60, 1500) == [], first.stderr
+    notes = json.loads(first.stdout)["notes"]
+    assert any("both an object and a folder" in n for n in notes) and any("('//')" in n for n in notes), notes
+    assert (cache / "grpo_config.yaml").is_file() and (cache / "both" / "train.log").is_file()
+    # credentials written into the URL: never shown, never a folder name
+    secret = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
+    bad = run(["inspect", f"s3://AKIAIOSFODNN7EXAMPLE:{secret}@bucket/run"], env=env, timeout=120)
+    assert bad.problems({2}, 60, 1500) == [], bad.stderr
+    assert secret not in bad.stderr + bad.stdout and "AKIAIOSFODNN7EXAMPLE" not in bad.stderr
+    assert not [p for p in Path(env["XDG_CACHE_HOME"]).rglob("*") if secret in str(p)]
+    # watch re-lists on every pass: a crash written after it started is seen
+    from triage_agent.commands.watch import watch
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    seen: list[str] = []
+
+    def after_pass(_follower, _seconds):
+        if not seen or seen[-1] != "written":
+            fs.pipe("bucket/run/crash.log", b"Traceback (most recent call last):\n  File \"train.py\", line 1\n"
+                                            b"torch.OutOfMemoryError: CUDA out of memory.\n")
+            seen.append("written")
+
+    events = []
+    watch("s3://bucket/run", lambda ev: events.append(ev.id) and False, interval=0.01, passes=2, on_pass=after_pass)
+    assert "log.crash" in events, events

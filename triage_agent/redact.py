@@ -61,8 +61,8 @@ def text(s: str) -> str:
     model requests, MCP answers, hook input, errors, cache names) passes text through it."""
     if not s:
         return s
+    s = _USERINFO.sub(MASK + "@", s)  # first: a key shape inside `user:password@` would hide the userinfo
     s = SECRET_VALUE.sub(MASK, s)
-    s = _USERINFO.sub(MASK + "@", s)
     s = _QUERY.sub(lambda m: m.group("head") + (m.group("value") if _HARMLESS_VALUE.match(m.group("value"))
                                                   else MASK), s)
     return _ASSIGN.sub(_assignment, s)
