@@ -52,6 +52,12 @@ def run_file_cases(tmp: Path) -> dict[str, Path]:
                                  ' {"step": 2, "loss": Infinity}, 5, null]}'},
         "trainer_state_not_object": {"trainer_state.json": '["log_history"]'},
         "binary_log": {"train.log": bytes(range(256)) * 100},
+        # issue 24: bytes that are not UTF-8, text and extreme values in a round's numeric column (exit 70 before)
+        "round_csv_not_utf8": {"round_1/selector/reward_history.csv": b"step,boundary,format\n1,0.5,0.1\n2,\xff,0.2\n"
+                               b"3,abc,0.3\n4,-1e308,0.4\n5,0.5,1e308\n6,0.4,0.2\n"},
+        # an integer too large for a float where a metric belongs (exit 70 before)
+        "trainer_state_huge_int": {"trainer_state.json": '{"log_history": [' + ", ".join(
+            f'{{"step": {i}, "loss": 0.1, "reward": {"9" * 400 if i == 3 else 0.5}}}' for i in range(1, 30)) + "]}"},
         "empty_everything": {"configs/c.yaml": "", "train.log": "", "filter_stats.jsonl": ""},
     }
     out = {}
@@ -94,7 +100,8 @@ def run_files(tmp_path_factory):
 CASE_NAMES = ["deep_config_json", "deep_trainer_state", "deep_round_json", "deep_wandb_summary", "deep_verl_jsonl",
               "deep_jsonl_table", "yaml_alias_bomb", "yaml_recursive", "yaml_deep", "strings_in_numbers",
               "invalid_utf8_jsonl", "huge_values", "manifest_wrong_types", "manifest_inf_rules", "manifest_huge_bins",
-              "nan_in_trainer_state", "trainer_state_not_object", "binary_log", "empty_everything", "symlink_loop",
+              "nan_in_trainer_state", "trainer_state_not_object", "binary_log", "round_csv_not_utf8",
+              "trainer_state_huge_int", "empty_everything", "symlink_loop",
               "fifo_log", "long_line"]
 
 

@@ -188,7 +188,7 @@ REAL = {
 }
 
 
-@pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared/real_runs is not beside this checkout")
+@pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="the unlicensed public runs of the maintainers' set are not redistributed with the repository")
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_runs(name):
     rep = inspect(REAL_RUNS / name, now=time.time() + 86400)  # the copies' mtimes are recent: judge them a day on

@@ -5,12 +5,13 @@ The first run is the reference: differences and the step where curves part are m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from triage_agent import redact
 from triage_agent.analysis import compare as cmp
 from triage_agent.analysis.stats import rnd
 from triage_agent.analysis.trends import Series, SeriesSummary, summarize
@@ -144,7 +145,9 @@ def series_of(facts: Facts) -> dict[str, Series]:
 def compare_facts(facts: list[Facts], finding_ids: list[list[str]]) -> Comparison:
     """Over loaded runs and their findings' ids: the comparison the views and the `compare_runs` tool show."""
     rules = facts[0].rules
-    config = cmp.config_diff([flat_config(f) for f in facts])
+    # differences are found on the real values; what is shown of them is masked by key name and value shape
+    config = [replace(d, values=[v if v == cmp.MISSING else redact.value(d.key, v) for v in d.values])
+              for d in cmp.config_diff([flat_config(f) for f in facts])]
     curves = [series_of(f) for f in facts]
     names: list[str] = []
     for c in curves:

@@ -19,13 +19,53 @@ SECRET_VALUE = re.compile(
     r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"  # AWS access key ids
     r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWTs
     r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
-    r"|(?i:\bbearer\s+)[A-Za-z0-9._~+/-]{8,}=*",  # an Authorization header echoed back
+    r"|(?i:\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/-]{8,}=*",  # an Authorization header echoed back
     re.S)
 
 
+# credentials inside a URL or a connection string: `scheme://user:password@host`, `scheme://token@host`, and
+# `user:password@host` without a scheme (a library quoting the bucket name it was given)
+_USERINFO = re.compile(r"(?<=://)[^/\s@?#'\"<>]{1,512}@|(?<![\w.~%+-])[\w.~%+-]{1,128}:[^\s/@'\"<>:]{1,512}@(?=[\w-])")
+# a secret-named query parameter: `?token=...`, `&X-Amz-Signature=...`, `;password=...`
+_QUERY = re.compile(r"(?P<head>[?&;](?P<name>[\w.-]{0,64}?(?:token|key|secret|passw(?:or)?d|pwd|sig|signature|"
+                    r"credential|auth)[\w.-]{0,64}?)=)(?P<value>[^&\s#'\"<>]+)", re.I)
+# a secret-named assignment in free text: `password=...`, `api_key: ...`, `"hub_token": "..."`, `HF_TOKEN=...`.
+# The match starts at the keyword (a leading name part is found by looking back: a regex that starts anywhere
+# in a long run of name characters is quadratic)
+_ASSIGN = re.compile(r"(?P<key>passw(?:or)?d|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|"
+                     r"auth)(?P<tail>[\w.-]{0,64}?)(?P<sep>[\"']?\s*[=:]\s*)"
+                     r"(?P<value>\"[^\"\n\\]{1,512}\"|'[^'\n\\]{1,512}'|[^\s,;&'\"}\])\\]+)", re.I)
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+# names that hold counts or vocabulary entries, not credentials (`max_tokens=512`, `pad_token: <|endoftext|>`)
+_HARMLESS_NAME = re.compile(r"(?:^|[._-])(?:pad|eos|bos|unk|sep|cls|mask|max|min|num|n|total|new|prompt|completion|"
+                            r"special|add|skip|chat|image|vision|end|start)_?tokens?(?:_(?:id|ids|count|len|length|"
+                            r"limit|budget|per_\w+))?$|tokeni[sz]er|tokens_|_tokens$|(?:error|exception|warning)$", re.I)
+_HARMLESS_VALUE = re.compile(r"^[\"']?(?:[-+]?\d[\d_.e+-]*|true|false|none|null|nan|inf|\[redacted\])?[\"']?$", re.I)
+
+
+def _assignment(m: re.Match[str]) -> str:
+    start = m.start()
+    while start > 0 and m.start() - start < 64 and m.string[start - 1] in _NAME_CHARS:
+        start -= 1
+    name = m.string[start:m.start()] + m.group("key") + m.group("tail")
+    value = m.group("value")
+    if _HARMLESS_NAME.search(name) or _HARMLESS_VALUE.match(value) or MASK[:-1] in value:
+        return m.group(0)
+    quote = value[0] if value[0] in "\"'" else ""
+    return f"{m.group('key')}{m.group('tail')}{m.group('sep')}{quote}{MASK}{quote}"
+
+
 def text(s: str) -> str:
-    """`s` with every secret-shaped substring masked."""
-    return SECRET_VALUE.sub(MASK, s) if s else s
+    """`s` with every secret-shaped substring masked: key shapes, URL credentials, secret query parameters
+    and secret-named assignments. The one masking function: every exit (terminal, HTML, JSON, transcripts,
+    model requests, MCP answers, hook input, errors, cache names) passes text through it."""
+    if not s:
+        return s
+    s = _USERINFO.sub(MASK + "@", s)  # first: a key shape inside `user:password@` would hide the userinfo
+    s = SECRET_VALUE.sub(MASK, s)
+    s = _QUERY.sub(lambda m: m.group("head") + (m.group("value") if _HARMLESS_VALUE.match(m.group("value"))
+                                                  else MASK), s)
+    return _ASSIGN.sub(_assignment, s)
 
 
 def is_secret_name(name: str) -> bool:
@@ -53,3 +93,18 @@ def obj(o: Any, name: str = "", depth: int = 0) -> Any:
     if isinstance(o, str):
         return value(name, o) if name else text(o)
     return o
+
+
+class MaskedStream:
+    """A text stream that masks what is written to it: the terminal's last line of defence, behind the masking
+    of each outside text before it is laid out. `raw` is the stream underneath (for documents masked whole)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, s: str) -> int:
+        self.raw.write(text(s))
+        return len(s)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding: the stream's own
+        return getattr(self.raw, name)

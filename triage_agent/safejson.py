@@ -21,8 +21,8 @@ def loads(data: str | bytes) -> Any:
 
 
 def load_file(path: Path, max_bytes: int = MAX_BYTES) -> Any:
-    """A JSON file; OSError when unreadable or larger than `max_bytes`, JSONDecodeError when malformed."""
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise OSError(f"{size / 1e6:.0f} MB is more than the {max_bytes / 1e6:.0f} MB read as one JSON document")
-    return loads(path.read_bytes())
+    """A JSON file; OSError when unreadable, not a regular file or larger than `max_bytes` (counted as read,
+    never trusted from `st_size`), JSONDecodeError when malformed."""
+    from triage_agent import bounded
+
+    return loads(bounded.read_bytes(path, max_bytes))

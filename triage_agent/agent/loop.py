@@ -79,12 +79,12 @@ def converse(messages: list[dict[str, Any]], facts: Facts, client: LLMClient, ma
             messages.append({"role": "assistant", "content": reply.content})
             return reply.content, used
         messages.append({"role": "assistant", "content": reply.content or None, "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": tools.echoed(c.arguments)}}
             for c in reply.tool_calls]})
         for c in reply.tool_calls:
             t0 = time.perf_counter()
             out = tools.call(facts, c.name, c.arguments).text
-            event = ToolEvent(c.name, c.arguments, time.perf_counter() - t0, len(out))
+            event = ToolEvent(c.name, tools.echoed(c.arguments), time.perf_counter() - t0, len(out))
             if events is not None:
                 events.append(event)
             if on_tool:

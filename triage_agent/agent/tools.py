@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from triage_agent import bounds, redact, safejson
+from triage_agent import bounded, bounds, redact, safejson
 from triage_agent.agent.schema import bind_arguments, function_schema
 from triage_agent.analysis import rewards, rounds
 from triage_agent.analysis.rollouts import reliability
@@ -175,7 +175,8 @@ def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
     run = facts.run
     files = run.config_files()
     if file is not None and file not in files:
-        raise ToolRefusal(f"'{file}' is not a config file of this run; config files: {', '.join(files) or 'none'}")
+        raise ToolRefusal(f"'{file[:200]}' is not a config file of this run; config files: "
+                          f"{', '.join(files[:12]) or 'none'}{' …' if len(files) > 12 else ''}")
     out: dict[str, dict[str, Any]] = {}
     for cv in run.config_values:
         if (file is None or cv.file == file) and not isinstance(cv.value, dict):
@@ -183,8 +184,10 @@ def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
             if isinstance(shown, list):
                 shown = bounds.listed(shown, 8)
             out.setdefault(cv.file, {})[cv.key] = shown
-    trimmed = {f: bounds.mapped(v, 40) for f, v in out.items()}
-    return {"configs": trimmed, "source": file or ", ".join(files)}
+    # bounded whatever the run holds: 40 keys of each of 12 files (a run with thousands of config files)
+    trimmed = {f: bounds.mapped(v, 40) for f, v in list(out.items())[:12]}
+    left = {"config_files_left_out": len(out) - len(trimmed)} if len(out) > len(trimmed) else {}
+    return {"configs": trimmed, **left, "source": file or ", ".join(files[:12]) + (" …" if len(files) > 12 else "")}
 
 
 @tool(offered=_has_rounds)
@@ -444,7 +447,7 @@ def search_log(facts: Facts, pattern: str, file: str | None = None, max_matches:
         path = (run.root / rel).resolve()
         if root not in path.parents:  # a symlink or `..` that escapes the run folder
             raise ToolRefusal(f"'{rel}' resolves outside the run folder; refused")
-        with path.open("rb") as fh:
+        with bounded.open_binary(path) as fh:
             for i, raw in enumerate(iter(lambda: fh.readline(1 << 20), b""), start=1):
                 text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
                 if find(text):
@@ -557,6 +560,14 @@ def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult
         return ToolResult(error=_bounded_text(str(exc)))
     except Exception as exc:  # a tool must never take the session down; the model hears what failed
         return ToolResult(error=_bounded_text(f"{name} failed: {type(exc).__name__}: {exc}"))
+
+
+def echoed(arguments: str) -> str:
+    """A tool call's arguments as the conversation keeps them: over MAX_ARGUMENTS they are refused (see `call`)
+    and never sent back to the model nor saved, only their size."""
+    if len(arguments) <= MAX_ARGUMENTS:
+        return arguments
+    return json.dumps({"left_out": f"arguments of {len(arguments):,} characters"})
 
 
 def _bounded_text(text: str, limit: int = 500) -> str:

@@ -68,16 +68,26 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
     # the CLI's own process: Arrow's allocations go through malloc, which gives freed memory back (its default
     # pools keep it: reading a 1M-row table peaked ~90 MB higher); set before pyarrow is first imported
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    import warnings
+
+    # numpy's overflow and invalid-value warnings on hostile numbers (1e308 + 1e308) are not for the user:
+    # every analysis treats non-finite values itself
+    warnings.simplefilter("ignore", RuntimeWarning)
     from rich.console import Console
 
     cols = getattr(args, "width", None)
     out = stdout or Console(soft_wrap=False, width=cols)
     err = stderr or Console(stderr=True, soft_wrap=True, width=cols)
+    from triage_agent import redact
+
+    for console in (out, err):  # whatever a view prints, no secret reaches the terminal
+        if not isinstance(console.file, redact.MaskedStream):
+            console.file = redact.MaskedStream(console.file)  # type: ignore[assignment]
     try:
         code: int = args.func(args, out, err)
         return code
     except TriageError as exc:
-        err.print(literal(f"triage: {exc}"))
+        err.print(literal(one_line(f"triage: {exc}")))
         return exc.exit_code
     except KeyboardInterrupt:
         err.print("triage: interrupted", markup=False)
@@ -92,12 +102,18 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
 INTERNAL_ERROR = 70  # EX_SOFTWARE
 
 
+def one_line(message: str) -> str:
+    """An error message on one line, whatever it quotes (a run name or a URL with a newline in it)."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _internal_error(exc: BaseException, err: Console) -> int:
     import os
     import tempfile
     import traceback
     from pathlib import Path
 
+    from triage_agent import redact
     from triage_agent.llm.settings import state_dir
     from triage_agent.state import unique_path
 
@@ -110,10 +126,10 @@ def _internal_error(exc: BaseException, err: Console) -> int:
         os.close(fd)
         where = Path(tmp)
     try:
-        where.write_text(details, encoding="utf-8")
+        where.write_text(redact.text(details), encoding="utf-8")  # saved: masked like everything else
     except OSError:
         where = "(could not be written)"
     if os.environ.get("TRIAGE_DEBUG") == "1":
         err.print(literal(details))
-    err.print(literal(f"triage: internal error: {type(exc).__name__}: {str(exc)[:200]}; details in {where}"))
+    err.print(literal(one_line(f"triage: internal error: {type(exc).__name__}: {str(exc)[:200]}; details in {where}")))
     return INTERNAL_ERROR

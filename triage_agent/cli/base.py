@@ -70,7 +70,10 @@ def write_json(out: Console, doc: Any) -> None:
     from triage_agent import redact
     from triage_agent.render.jsondoc import _clean
 
-    out.file.write(json.dumps(redact.obj(_clean(doc)), indent=2, ensure_ascii=False) + "\n")
+    # masked as a document (by key name and value shape); written beneath the console's masking stream,
+    # which masks text and does not know JSON's escapes
+    stream = getattr(out.file, "raw", out.file)
+    stream.write(json.dumps(redact.obj(_clean(doc)), indent=2, ensure_ascii=False) + "\n")
 
 
 def literal(s: object, style: str = "") -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import TYPE_CHECKING
 
 from triage_agent.cli.base import Command, duration, literal
@@ -30,7 +31,6 @@ def arguments(sp: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     import json
-    import subprocess
     from pathlib import Path
 
     from triage_agent.commands.watch import WatchEvent, watch
@@ -48,8 +48,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         doc = ev.document()
         line = json.dumps(doc, ensure_ascii=False, default=str)
         if args.json:
-            out.file.write(line + "\n")
-            out.file.flush()
+            stream = getattr(out.file, "raw", out.file)  # the document is masked already; JSON text as it is
+            stream.write(line + "\n")
+            stream.flush()
         else:
             from rich.text import Text
 
@@ -57,16 +58,32 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                                     literal(ev.id, "bold"), literal(f"  from step {ev.step}" if ev.step is not None
                                                                     else ""), "  ", literal(ev.title)))
         if args.on_finding:
-            try:
-                proc = subprocess.run(args.on_finding, shell=True, input=line + "\n", text=True,  # noqa: S602
-                                      capture_output=True, timeout=ON_FINDING_SECONDS, check=False)
-                if proc.returncode != 0:
-                    err.print(literal(f"triage: --on-finding exited {proc.returncode}: {proc.stderr.strip()[:200]}"))
-            except subprocess.TimeoutExpired:
-                err.print(literal(f"triage: --on-finding ran over {ON_FINDING_SECONDS} s and was stopped"))
+            _hook(args.on_finding, line, err)
         return bool(args.exit_on) and SEVERITY_RANK[ev.severity] <= SEVERITY_RANK[args.exit_on]
 
     return watch(args.run, on_event, interval=args.interval, stall_after=args.stall_after)
+
+
+def _hook(command: str, line: str, err: Console) -> None:
+    """Run the --on-finding command with the event on its stdin, in a process group of its own: at the time
+    limit the whole group is killed (the shell and whatever it started: a `curl` stuck on a dead host)."""
+    import os
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S602
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(line + "\n", timeout=ON_FINDING_SECONDS)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=5)  # the pipes close once the group is gone
+        err.print(literal(f"triage: --on-finding ran over {ON_FINDING_SECONDS:g} s and was stopped"))
+        return
+    if proc.returncode != 0:
+        err.print(literal(f"triage: --on-finding exited {proc.returncode}: {stderr.strip()[:200]}"))
 
 
 COMMAND = Command(

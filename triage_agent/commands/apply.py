@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from triage_agent import safejson
+from triage_agent import bounded, safejson
 from triage_agent.edits import EditError, edit_text
 from triage_agent.errors import BadInput
 from triage_agent.findings import suggest
@@ -111,7 +111,7 @@ def edit_plan(facts: Facts, proposals: list[dict[str, Any]], include_unmet: bool
             raise BadInput(f"{file}: {key} is {cv.value!r} now but the report was made when it was "
                               f"{str(p['from'])[:40]!r}: the report is stale (--force applies it anyway)")
         if file not in texts:
-            text = (run.root / file).read_text(encoding="utf-8")
+            text = bounded.read_text(run.root / file)
             texts[file] = (text, text)
         original, current = texts[file]
         new = number(to)
@@ -135,6 +135,11 @@ def _same(recorded: Any, now: Any) -> bool:
 def write(result: ApplyResult, out_dir: Path | None = None, in_place: bool = False) -> ApplyResult:
     """Edited copies under `out_dir`, or the originals after saving `<file>.bak` backups."""
     try:
+        for e in result.edits if in_place else []:  # before any file is touched: all or none are edited
+            if not (result.run / e.file).stat().st_mode & 0o222:
+                # read-only on purpose (root may still rename over it: the mode, not access(), is the owner's word)
+                raise BadInput(f"{e.file}: is read-only; not edited in place (use --write DIR, or make it "
+                                  "writable)")
         for e in result.edits:
             _write_one(result, e, out_dir, in_place)
     except OSError as exc:

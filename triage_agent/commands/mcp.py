@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from triage_agent import redact
 from triage_agent.agent import prompts, tools
 from triage_agent.errors import BadInput, TriageError
 from triage_agent.findings.facts import Facts
@@ -58,11 +59,7 @@ class Confinement:
     def report(self, path: str) -> Report:
         """The run's offline report, loaded once per version of the folder."""
         target = self.resolve(path)
-        try:
-            stamp = max((p.stat().st_mtime for p in target.rglob("*") if p.is_file()), default=0.0)
-        except OSError:
-            stamp = 0.0
-        key = (str(target), stamp)
+        key = (str(target), _newest(target))
         if key not in self.cache:
             self.cache[key] = offline_report(load_run(target))
             while len(self.cache) > CACHE_RUNS:
@@ -72,6 +69,30 @@ class Confinement:
 
     def facts(self, path: str) -> Facts:
         return self.report(path).facts
+
+
+STAMP_DEPTH = 16  # folders below a run looked at for its newest file (discovery reads 4 deep, sweeps 12)
+STAMP_ENTRIES = 100_000  # entries looked at for it
+
+
+def _newest(root: Path) -> float:
+    """The newest file time below `root`, by an iterative walk bounded in depth and entries (a run with a
+    1,100-deep folder chain or a million files costs a bounded look, not a RecursionError)."""
+    newest, seen, stack = 0.0, 0, [(os.fspath(root), 0)]
+    while stack and seen < STAMP_ENTRIES:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    seen += 1
+                    if e.is_dir(follow_symlinks=False):
+                        if depth < STAMP_DEPTH:
+                            stack.append((e.path, depth + 1))
+                    elif e.is_file(follow_symlinks=False):
+                        newest = max(newest, e.stat(follow_symlinks=False).st_mtime)
+        except OSError:
+            continue
+    return newest
 
 
 def _error(message: str) -> Exception:
@@ -180,18 +201,29 @@ def build_server(roots: list[Path], allow_write: bool = False) -> Any:
         """The run's JSON report (schema triage.report/v1)."""
         from triage_agent.render import jsondoc
 
-        return json.dumps(jsondoc.document(conf.report(path)), default=str)
+        return json.dumps(jsondoc.document(_resource_report(conf, path)), default=str)
 
     @server.resource("run://{+path}/findings", mime_type="application/json")
     def findings_resource(path: str) -> str:
         """The run's deterministic findings."""
-        return json.dumps(tools.findings_payload(conf.report(path).findings), default=str)
+        return json.dumps(tools.findings_payload(_resource_report(conf, path).findings), default=str)
 
     @server.prompt(name="triage this run", description="How to diagnose a run with triage's tools")
     def triage_prompt(run: str) -> str:
         return prompts.render("mcp_triage.md", run=run)
 
     return server
+
+
+def _resource_report(conf: Confinement, path: str) -> Report:
+    """A run's report for a resource: a refused path or an unreadable run reaches the client as its own one-line
+    message (a ResourceError), not as the SDK's generic error with a traceback in the server's log."""
+    from mcp.server.mcpserver.exceptions import ResourceError
+
+    try:
+        return conf.report(path)
+    except (Refused, TriageError) as exc:
+        raise ResourceError(redact.text(str(exc))) from None
 
 
 def _apply_tool(conf: Confinement) -> Callable[..., str]:

@@ -126,6 +126,27 @@ def _local(tasks: list[tuple[str, str, str | None]], jobs: int, now: float, keep
             yield fut.result()
 
 
+RAY_CONNECT_SECONDS = 5.0  # Ray itself retries an unreachable head for minutes before it gives up
+
+
+def _reachable(address: str | None) -> None:
+    """Fail fast, in one line, when a given Ray head (`HOST:PORT`, `ray://HOST:PORT`) does not accept a
+    connection: only the address given is tried (Ray would go on to the node's own addresses)."""
+    if not address or address in ("auto", "local"):
+        return
+    import socket
+
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise BadInput(f"--ray-address {address!r}: give HOST:PORT (or ray://HOST:PORT, auto, local)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise BadInput(f"cannot reach Ray at {address} ({exc.strerror or type(exc).__name__}); is the head "
+                          "running, on that port?", 3) from None
+
+
 def _ray(tasks: list[tuple[str, str, str | None]], address: str | None, now: float,
          keep: bool) -> Iterator[dict[str, Any]]:
     try:
@@ -134,8 +155,10 @@ def _ray(tasks: list[tuple[str, str, str | None]], address: str | None, now: flo
         raise BadInput(f"--executor ray needs Ray: {install_hint('ray')}") from None
     started_here = not ray.is_initialized()
     if started_here:
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        _reachable(address)
         try:
-            ray.init(address=address or os.environ.get("RAY_ADDRESS") or None, include_dashboard=False,
+            ray.init(address=address, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
         except Exception as exc:  # noqa: BLE001 - Ray's connection errors come in many types
             raise BadInput(f"cannot start or reach Ray ({type(exc).__name__}: {str(exc)[:200]})") from None

@@ -61,13 +61,26 @@ class TriageCallback(_Base):  # type: ignore[misc]
         self.state = WatchState()
         self.logs = 0
         self.stopped_by: str | None = None  # the finding id that stopped training, if one did
+        self.failures = 0  # hooks that failed (each is a warning, never an exception into the trainer)
 
     # -- the hooks that matter ----------------------------------------------------------------------
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        # a callback never raises into the trainer: a bug of ours, or a value we cannot read, costs a warning
+        try:
+            return self._on_log(args, state, control, logs)
+        except Exception as exc:  # noqa: BLE001 - the user's training must go on
+            return self._failed(exc, control)
+
+    def _failed(self, exc: BaseException, control: Any) -> Any:
+        if not self.failures:
+            LOG.warning("triage: the callback failed (%s: %s); training goes on", type(exc).__name__, str(exc)[:200])
+        self.failures += 1
+        return control
+
+    def _on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None) -> Any:
         if not logs or any(k in logs for k in ("train_runtime", "train_samples_per_second")):
             return control  # the final summary is not a training step
-        row = {k: float(v) for k, v in logs.items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "step"}
+        row = {k: x for k, v in logs.items() if k != "step" and (x := _number(v)) is not None}
         row["step"] = int(getattr(state, "global_step", 0) or len(self.rows) + 1)
         self.rows.append(row)
         if len(self.rows) >= MAX_ROWS:
@@ -78,8 +91,11 @@ class TriageCallback(_Base):  # type: ignore[misc]
         return control
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        if self.rows:
-            self.evaluate(args, state, control)
+        try:
+            if self.rows:
+                self.evaluate(args, state, control)
+        except Exception as exc:  # noqa: BLE001 - as in on_log
+            return self._failed(exc, control)
         return control
 
     # -- the rules ------------------------------------------------------------------------------------
@@ -105,6 +121,16 @@ class TriageCallback(_Base):  # type: ignore[misc]
                 control.should_training_stop = True
                 LOG.warning("triage: stopping training after a checkpoint (stop_on=%s)", self.stop_on)
         return docs
+
+
+def _number(v: Any) -> float | None:
+    """A logged value as a float, or None (a bool, a string, an integer too large for a float)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        return float(v)
+    except OverflowError:
+        return None
 
 
 def _config(args: Any) -> dict[str, Any]:

@@ -90,8 +90,11 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
+RETRY_AFTER_CAP = 10.0  # the longest Retry-After honoured: a server asking an hour gets 10 s, and is told so
+
+
 def _retry_after(exc: BaseException) -> float | None:
-    """The server's Retry-After in seconds, when it is a finite number; clamped to 0..60."""
+    """The server's Retry-After in seconds, when it is a finite number (at least 0; the caller caps it)."""
     resp = getattr(exc, "response", None)
     value = getattr(resp, "headers", {}).get("retry-after") if resp is not None else None
     try:
@@ -100,7 +103,7 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
     if seconds is None or not math.isfinite(seconds):
         return None
-    return min(max(seconds, 0.0), 60.0)
+    return max(seconds, 0.0)
 
 
 _LEAKED = [re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S),
@@ -191,6 +194,7 @@ class LLMClient:
         self.capabilities = dict(self.settings.capabilities) | self.capabilities
         self.deadline_at = time.monotonic() + self.settings.command_deadline
         self.given_up = 0  # requests given up on at their deadline; their late text is dropped
+        self.asked_wait = 0.0  # the longest Retry-After a server asked for
         self.sdk = self._sdk()
 
     def _sdk(self) -> OpenAI:
@@ -230,8 +234,10 @@ class LLMClient:
             return EndpointError("not_found", f"{base} answered 404: check the base URL (it usually ends in /v1)",
                                  404, body)
         if isinstance(exc, openai.RateLimitError):
+            asked = (f"; it asked to wait {self.asked_wait:g} s, and triage waits at most {RETRY_AFTER_CAP:g} s "
+                     "between attempts: try again later") if self.asked_wait > RETRY_AFTER_CAP else ""
             return EndpointError("rate_limited", f"{base} kept rate-limiting (HTTP 429) after "
-                                 f"{self.settings.max_attempts} attempts", 429, body)
+                                 f"{self.settings.max_attempts} attempts{asked}", 429, body)
         if isinstance(exc, openai.APIStatusError):
             return EndpointError("server", f"{base} failed with HTTP {exc.status_code} after retries: {_short(exc)}",
                                  exc.status_code, body)
@@ -241,7 +247,8 @@ class LLMClient:
         exc = state.outcome.exception() if state.outcome else None
         after = _retry_after(exc) if exc else None
         if after is not None:
-            return after
+            self.asked_wait = max(self.asked_wait, after)
+            return min(after, RETRY_AFTER_CAP)
         return min(self.settings.retry_wait * 2.0 ** (state.attempt_number - 1), 30.0)
 
     def _call(self, fn: Callable[[], Any], emitted: list[bool] | None = None) -> Any:

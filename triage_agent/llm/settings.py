@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from triage_agent import bounded
 from triage_agent.errors import BadInput
 
 if sys.version_info >= (3, 11):
@@ -77,7 +78,7 @@ def _load_config(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        doc: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc: dict[str, Any] = tomllib.loads(bounded.read_text(path, bounded.SMALL_BYTES))
         return doc
     except RecursionError:
         raise BadInput(f"{path}: unreadable config (nested too deeply)") from None

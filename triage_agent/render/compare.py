@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from triage_agent import redact
 from triage_agent.comparison import Comparison
 from triage_agent.render.terminal import fmt_value
 from triage_agent.render.text import LiteralTable, literal
@@ -70,12 +71,14 @@ def html(c: Comparison) -> str:
     from triage_agent.render import plots
     from triage_agent.render.html import CHECK, CSS
 
-    esc = htmlmod.escape
+    def esc(s: str) -> str:
+        return htmlmod.escape(redact.text(s))
+
     parts = [f"<h1>triage compare: {len(c.names)} runs</h1><ul>"
              + "".join(f"<li><b>{_label(i)}</b>: {esc(n)}</li>" for i, n in enumerate(c.names)) + "</ul>"]
     figures: list[Any] = []
     for sc in c.series:
-        lines = {f"{_label(i)}: {c.names[i]}": (s.steps, s.values) for i, s in enumerate(sc.curves) if s is not None}
+        lines = {f"{_label(i)}: {redact.text(c.names[i])}": (s.steps, s.values) for i, s in enumerate(sc.curves) if s is not None}
         fig = plots.line_chart(sc.name, lines)
         for i, at in enumerate(sc.parts_at):
             if at is not None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from html import escape
+from html import escape as _escape
 from typing import Any
 
+from triage_agent import redact
 from triage_agent.analysis import rewards
 from triage_agent.render import plots
 from triage_agent.render.terminal import crash_lines, fmt_value, predicted_text, run_line
@@ -23,6 +24,11 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
 CHECK = """<script>window.addEventListener('load',function(){var tries=0;(function count(){var n=0;
 document.querySelectorAll('.js-plotly-plot').forEach(function(p){if(p.querySelector('.main-svg'))n++;});
 document.body.setAttribute('data-plots-rendered',String(n));if(++tries<50)setTimeout(count,100);})();});</script>"""
+
+
+def escape(s: str) -> str:
+    """Outside text for the page: secrets masked, then HTML-escaped."""
+    return _escape(redact.text(s))
 
 
 def _figures(report: Report) -> list[Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from triage_agent import redact
 from triage_agent.errors import BadInput
 from triage_agent.extras import DISTRIBUTION
 
@@ -38,7 +39,7 @@ def plotly_js() -> str:
 
 def _t(text: str) -> str:
     """Text from run files (sources, metric names) as Plotly text: no tag and no script end reach the page."""
-    return html.escape(str(text), quote=False)
+    return html.escape(redact.text(str(text)), quote=False)
 
 
 def _thin(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[float]]:

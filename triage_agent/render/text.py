@@ -10,6 +10,8 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
+from triage_agent import redact
+
 BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -37,7 +39,7 @@ def neutralise(s: str) -> str:
 
 def literal(s: object, style: str = "") -> Text:
     """A rich Text that shows `s` exactly: no markup interpreted, no control character passed through."""
-    return Text(neutralise(str(s)), style=style)
+    return Text(neutralise(redact.text(str(s))), style=style)
 
 
 class LiteralTable(Table):

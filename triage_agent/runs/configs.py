@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from triage_agent import safejson
+from triage_agent import bounded, safejson
 from triage_agent.errors import ConfigSyntaxError
 from triage_agent.runs.model import ConfigValue, ParseError
 
@@ -104,7 +104,7 @@ def flatten(doc: Any, file: str) -> list[ConfigValue]:
 
 def load_config(path: Path, rel: str) -> tuple[Any, list[ConfigValue], list[ParseError]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path)
         doc = parse_config_text(text, path.suffix.lower())
     except ConfigSyntaxError as exc:
         return None, [], [ParseError(rel, exc.line, f"unreadable config: {exc}")]

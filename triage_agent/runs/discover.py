@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from triage_agent import bounded
 from triage_agent.errors import BadInput
 from triage_agent.runs.configs import CONFIG_SUFFIXES
 from triage_agent.runs.formats import BY_NAME, FORMATS
@@ -63,7 +64,7 @@ def load_manifest(root: Path) -> tuple[Manifest, list[ParseError]]:
     try:
         if path.stat().st_size > (1 << 20):
             raise OSError("larger than 1 MB")
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = tomllib.loads(bounded.read_text(path, bounded.SMALL_BYTES))
     except RecursionError:
         return Manifest(), [ParseError("triage.toml", None, "unreadable manifest: nested too deeply")]
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

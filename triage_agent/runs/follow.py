@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import pandas as pd
 
+from triage_agent import bounded
 from triage_agent.runs import logs
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats import tensorboard as tb
@@ -125,7 +126,7 @@ class Follower(Reader):
         return state, end
 
     def _log(self, path: Path, rel: str) -> FormatRead:
-        with path.open("rb") as fh:
+        with bounded.open_binary(path) as fh:
             state, end = self._span(self.logs, rel, fh, lambda ino: _Log(ino, scanner=logs.Scanner(rel)))
             if end > state.offset:
                 state.lines = logs.scan_range(state.scanner, fh, state.offset, end, state.lines)
@@ -135,7 +136,7 @@ class Follower(Reader):
                           planned_steps=scan.planned_steps, trainer=scan.trainer)
 
     def _appended(self, role: str, path: Path, rel: str) -> FormatRead:
-        with path.open("rb") as fh:
+        with bounded.open_binary(path) as fh:
             state, end = self._span(self.jsonl, rel, fh, _Jsonl)
             if end > state.offset:
                 chunk = os.pread(fh.fileno(), end - state.offset, state.offset)

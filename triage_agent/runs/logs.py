@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from triage_agent import redact
+from triage_agent import bounded, redact
 from triage_agent.runs import blockscan, metricline, values
 from triage_agent.runs.model import CrashInfo, Frame, LogScan
 
@@ -616,7 +616,7 @@ class Scanner:
 def scan_log_lines(path: Path, rel: str) -> LogScan:
     """The reference scan: one line at a time (`scan_log` must give the same result, faster)."""
     sc = Scanner(rel)
-    with path.open("rb") as fh:
+    with bounded.open_binary(path) as fh:
         _read_lines(sc, fh, 0, None)
     return sc.finish()
 
@@ -641,7 +641,7 @@ def scan_log(path: Path, rel: str, jobs: int | None = None) -> LogScan:
     """One pass over the log by blocks: the head (trainer detection) and tracebacks are read line by line,
     the rest only where a marker is (blockscan.py). Gives what `scan_log_lines` gives."""
     sc = Scanner(rel)
-    with path.open("rb") as fh:
+    with bounded.open_binary(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         scan_range(sc, fh, 0, size, 0, jobs)
         if not sc.scan.started and size:

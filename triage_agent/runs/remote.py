@@ -11,22 +11,28 @@ printed or saved.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from triage_agent import redact
+from triage_agent import bounded
 from triage_agent.errors import BadInput, TriageError
-from triage_agent.extras import install_hint
 from triage_agent.runs import discover as disc
+from triage_agent.runs import stores
 from triage_agent.runs.sweep import SPLIT_DEPTH
 
 MAX_FILES = 50_000  # files listed under one remote folder; past this the listing stops and says so
 MAX_FILE_BYTES = 8 << 30  # a bigger object is not fetched (a week of console output is ~1-5 GB)
+UNSIZED_BYTES = 256 << 20  # an object whose size is not listed (an HTTP body without a length) is cut here
+MAX_FOLDERS = 20_000  # folders walked under one remote folder (a server can list new folders forever)
+LIST_SECONDS = 300.0  # the whole listing
+FETCH_SECONDS = 900.0  # one object (8 GB at 10 MB/s); a stalled read fails sooner, at the store's read timeout
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$")
 # never needed by discovery: weights, optimizer states, tokenizers, media, archives
 SKIP_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".npy", ".npz", ".arrow", ".gguf", ".onnx",
@@ -89,35 +95,38 @@ def _version(info: dict[str, Any]) -> str:
     return ""
 
 
-def _filesystem(url: str) -> tuple[Any, str]:
-    protocol = _URL.match(url).group(1).lower()  # type: ignore[union-attr]
-    try:
-        import fsspec
-    except ImportError:
-        raise BadInput(f"{url}: remote runs need fsspec: {install_hint(EXTRAS.get(protocol, 's3'))}") \
-            from None
-    try:
-        fs, path = fsspec.core.url_to_fs(url)
-    except (ImportError, ValueError) as exc:
-        extra = EXTRAS.get(protocol)
-        hint = install_hint(extra) if extra else f"install the fsspec package for {protocol}://"
-        raise BadInput(f"{url}: cannot open {protocol}:// ({_short(exc)}); {hint}") from None
-    return fs, str(path).rstrip("/")
-
-
 def _short(exc: BaseException) -> str:
-    return redact.text(f"{type(exc).__name__}: {exc}")[:200].replace("\n", " ")
+    return stores.short(exc)
 
 
 def _listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, Any]], bool]:
     """rel path -> info for the files below `root`, bounded in depth and count. Also says if it was cut."""
     out: dict[str, dict[str, Any]] = {}
     depth_limit = SPLIT_DEPTH + disc.MAX_DEPTH
-    for dirpath, dirs, files in fs.walk(root, detail=True, maxdepth=depth_limit + 1):
+    with contextlib.suppress(Exception):  # a cached listing would hide what was written since (watch re-lists)
+        fs.invalidate_cache(root)
+    walk = bounded.entries(fs.walk(root, detail=True, maxdepth=depth_limit + 1), MAX_FOLDERS, LIST_SECONDS)
+    while True:
+        try:
+            dirpath, dirs, files = next(walk)
+        except StopIteration:
+            return out, False
+        except bounded.Refused as exc:  # a server listing folders forever: what was listed so far is read
+            notes.append(f"the remote listing stopped ({exc.strerror}): the rest was not fetched")
+            return out, True
         for name in [d for d in dirs if d.startswith(".") and d != ".hydra"]:
             del dirs[name]  # hidden folders are never read (and never listed further)
         for name, info in sorted(files.items()):
-            rel = (str(dirpath).rstrip("/") + "/" + name)[len(root) + 1:] if str(dirpath) != root else name
+            # the object's own key (a key with `//` is listed under an empty name); `//` collapses to `/` here
+            key = str(info.get("name") or (str(dirpath).rstrip("/") + "/" + name))
+            if info.get("type") == "directory":  # S3 lists the prefix of a `a//b` key as a nameless folder
+                notes.append(f"skipped the keys under {key[-120:]!r}: an empty folder name ('//') cannot be read")
+                continue
+            rel = "/".join(p for p in (key[len(root) + 1:] if key.startswith(root + "/") else name).split("/") if p)
+            if not rel or rel in out:
+                notes.append(f"skipped the key {key[-120:]!r}: no name of its own, or the same as another's")
+                continue
+            info = {**info, "name": key}
             size = info.get("size")
             if not wanted(rel, size if isinstance(size, int) else None):
                 continue
@@ -125,7 +134,6 @@ def _listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, 
                 notes.append(f"more than {MAX_FILES} files under the remote folder: the rest were not fetched")
                 return out, True
             out[rel] = info
-    return out, False
 
 
 def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
@@ -133,27 +141,37 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
     """Fetch what discovery needs of a remote run (or sweep) into the cache; return its local copy."""
     m = _URL.match(url)
     if m is None or not m.group(2).strip("/"):
-        raise BadInput(f"{url}: give a folder after the protocol, e.g. s3://bucket/runs/")
-    protocol, url = m.group(1).lower(), f"{m.group(1)}://{m.group(2).rstrip('/')}"
-    fs, root = _filesystem(url)
-    local = cache_root(env) / protocol / Path(*[p for p in root.split("/") if p not in ("", ".", "..")])
-    res = Mirror(url, local)
+        raise BadInput(f"{stores.shown(url)}: give a folder after the protocol, e.g. s3://bucket/runs/")
+    protocol, url = stores.check(url), f"{m.group(1)}://{m.group(2).rstrip('/')}"
+    fs, root = stores.open_fs(url, EXTRAS)
+    # the cache is named by the URL without its credentials (`user:pw@` never becomes a folder name)
+    plain = _URL.match(stores.without_credentials(url)).group(2)  # type: ignore[union-attr]
+    local = cache_root(env) / protocol / Path(*[_folder_name(p) for p in plain.split("/") if p not in ("", ".", "..")])
+    res = Mirror(stores.shown(url), local)
     try:
         if not fs.isdir(root):
             if fs.isfile(root):
-                raise BadInput(f"{url}: not a folder (give the run folder)")
-            raise BadInput(f"{url}: no such folder")
+                raise BadInput(f"{res.url}: not a folder (give the run folder)")
+            raise BadInput(f"{res.url}: no such folder")
         files, cut = _listing(fs, root, res.notes)
     except TriageError:
         raise
     except Exception as exc:  # each fsspec back end raises its own kinds: all are "cannot list"
-        raise BadInput(f"{url}: cannot list ({_short(exc)})") from None
-    local.mkdir(parents=True, exist_ok=True)
+        raise BadInput(f"{res.url}: cannot list ({_short(exc)})") from None
+    try:
+        _clear(local, local)
+        local.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"{local}: cannot write the cache ({exc.strerror})") from None
     keep: set[Path] = set()
+    folders = {"/".join(p.split("/")[:n]) for p in files for n in range(1, p.count("/") + 1)}
     for i, (rel, info) in enumerate(files.items()):
         parts = _safe_parts(rel)
         if parts is None:
-            res.notes.append(f"{url}: skipped a key that is not a safe file name: {rel[:120]!r}")
+            res.notes.append(f"{res.url}: skipped a key that is not a safe file name: {rel[:120]!r}")
+            continue
+        if "/".join(parts) in folders:
+            res.notes.append(f"{res.url}/{rel}: both an object and a folder; the object was skipped")
             continue
         target = local.joinpath(*parts)
         stamp = target.with_name(f".{target.name}.triage-version")
@@ -164,18 +182,23 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
         if _version(info) and target.is_file() and _read(stamp) == version:
             res.cached += 1
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.triage-part")
+        size = info.get("size")
         try:
-            fs.get_file(f"{root}/{rel}", str(tmp))
+            _clear(target, local)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with fs.open(info["name"], "rb") as src:  # an object larger than it said, or endless, is refused
+                got = bounded.copy_to(src, tmp, size if isinstance(size, int) and size >= 0 else UNSIZED_BYTES,
+                                      FETCH_SECONDS, f"{res.url}/{rel}")
             os.replace(tmp, target)
         except Exception as exc:  # one unreadable object is reported; the others are still read
-            res.notes.append(f"{url}/{rel}: not fetched ({_short(exc)})")
-            tmp.unlink(missing_ok=True)
+            res.notes.append(f"{res.url}/{rel}: not fetched ({_short(exc)})")
             continue
+        finally:
+            tmp.unlink(missing_ok=True)
         stamp.write_text(version, encoding="utf-8")
         res.fetched += 1
-        res.fetched_bytes += int(info.get("size") or 0)
+        res.fetched_bytes += got
     if not cut:  # a file deleted remotely must not linger in the mirror (only our own copies are removed)
         for path in list(local.rglob("*")):
             if path.is_file() and path not in keep:
@@ -183,8 +206,24 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
     return res
 
 
+def _folder_name(part: str) -> str:
+    """A URL's path component as a cache folder name (no separators, NUL or over-long names)."""
+    part = part.replace("\\", "_").replace("\x00", "_")
+    return part if len(part) <= 200 else part[:200]
+
+
+def _clear(target: Path, top: Path) -> None:
+    """Make room for `target` at or below `top` in our own cache: a folder left where a file goes, or a file left
+    where one of its folders goes (an earlier listing had an object and a folder of one name), is removed."""
+    if target != top and target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    for up in [top] if target == top else [p for p in target.parents if p == top or top in p.parents]:
+        if up.is_file() or up.is_symlink():
+            up.unlink()
+
+
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return bounded.read_text(path, bounded.SMALL_BYTES)
     except OSError:
         return None

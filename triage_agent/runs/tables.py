@@ -14,6 +14,7 @@ import ctypes
 import io
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
-from triage_agent import safejson
+from triage_agent import bounded, safejson
 from triage_agent.runs.model import ParseError
 
 TABLE_SUFFIXES = (".jsonl", ".csv", ".parquet")
@@ -53,7 +54,8 @@ def read_table(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseErr
     """Read one tabular file; never raises for bad content."""
     suffix = path.suffix.lower()
     try:
-        size = path.stat().st_size
+        with bounded.open_binary(path) as fh:  # a FIFO or device is refused here, before pyarrow opens it
+            size = os.fstat(fh.fileno()).st_size
     except OSError as exc:
         return None, [ParseError(rel, None, f"unreadable: {exc.strerror}")]
     if size == 0:
@@ -86,7 +88,7 @@ def _survey(path: Path, chunk: int = 8 << 20) -> tuple[bool, int]:
     """One pass over a JSONL file: (a line might nest too deep for pyarrow, how many lines it has). The
     pass stops at the first line too deep (that file goes to the line reader: the count is moot)."""
     carry, lines, last = 0, 0, b"\n"
-    with path.open("rb") as fh:
+    with bounded.open_binary(path) as fh:
         while block := fh.read(chunk):
             compact = b"{" * carry + block.translate(None, _KEEP_ONLY_OPENINGS)  # only brackets and newlines
             if _OPENINGS_RUN.search(compact):
@@ -162,7 +164,7 @@ def _jsonl_line_numbers(path: Path, rows: int, lines: int) -> range | list[int]:
     if rows == lines:
         return range(1, rows + 1)  # a row per line: row i is line i + 1, no pass over the lines needed
     numbers: list[int] = []
-    with path.open("rb") as fh:
+    with bounded.open_binary(path) as fh:
         for i, raw in enumerate(fh, start=1):
             if raw.strip():
                 numbers.append(i)
@@ -173,7 +175,7 @@ def _jsonl_line_numbers(path: Path, rows: int, lines: int) -> range | list[int]:
 
 def iter_json_objects(path: Path, rel: str, errors: list[ParseError]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every JSON-object line; bad lines go to `errors` with their location."""
-    with path.open("rb") as fh:
+    with bounded.open_binary(path) as fh:
         for i, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
@@ -220,7 +222,7 @@ def _read_csv(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseErro
     except (pa.ArrowException, OSError, ValueError):
         pass
     errors: list[ParseError] = []
-    raw = path.read_bytes()
+    raw = bounded.read_bytes(path)
     text = raw.decode("utf-8", errors="replace")
     reader = csv.reader(io.StringIO(text.replace("\x00", "\ufffd"), newline=""))
     try:
@@ -273,6 +275,29 @@ def _to_bool(series: pd.Series) -> pd.Series:
     return series.map(conv).astype("object")
 
 
+def _scalar(v: object) -> object:
+    """A cell as pandas can read it as a number: bytes decoded, an integer too large for a float and any
+    nested value made missing."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, int) and not isinstance(v, bool):
+        return float(v) if abs(v) < 1e308 else None
+    return None if isinstance(v, (dict, list, tuple)) else v
+
+
+def _mostly_numbers(frame: pd.DataFrame, col: str, rel: str) -> list[ParseError]:
+    """A column of numbers with a few cells that are not (a string, bytes that are not UTF-8, a nested object)
+    becomes numbers, each odd cell missing and reported; a column of text stays as it is."""
+    values = pd.to_numeric(frame[col].map(_scalar), errors="coerce")
+    given = frame[col].notna()
+    if not values.notna().any() or values.notna().sum() < 0.5 * given.sum():
+        return []
+    odd = frame.loc[values.isna() & given, LINE].tolist()
+    frame[col] = values
+    return [ParseError(rel, int(line), f"not a number in {col}; the cell was skipped") for line in odd[:20]] + (
+        [ParseError(rel, None, f"{len(odd) - 20} more cells of {col} that are not numbers")] if len(odd) > 20 else [])
+
+
 def normalize(frame: pd.DataFrame, role: str, rel: str, columns: dict[str, str] | None = None
               ) -> tuple[pd.DataFrame | None, list[ParseError]]:
     """Rename manifest columns, coerce types, skip rows missing required values (reporting each)."""
@@ -294,6 +319,8 @@ def normalize(frame: pd.DataFrame, role: str, rel: str, columns: dict[str, str] 
             frame[col] = pd.to_numeric(frame[col], errors="coerce")
         elif frame[col].dtype.kind == "b":
             frame[col] = frame[col].astype("int64")
+        elif frame[col].dtype.kind == "O":
+            errors += _mostly_numbers(frame, col, rel)
     bad = pd.Series(False, index=frame.index)
     for col in schema["required"]:
         col_bad = frame[col].isna()

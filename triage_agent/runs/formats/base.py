@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from triage_agent import bounded
 from triage_agent.runs import values
 from triage_agent.runs.model import LogScan, ParseError
 
@@ -148,8 +149,4 @@ class Format:
 
 def head_bytes(path: Path, size: int = 4096) -> bytes:
     """The first `size` bytes of a file (b"" when unreadable): what sniffs look at."""
-    try:
-        with path.open("rb") as fh:
-            return fh.read(size)
-    except OSError:
-        return b""
+    return bounded.head(path, size)

@@ -10,9 +10,11 @@ loop, or a Python traceback next to a trainer's name.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
+from triage_agent import bounded
 from triage_agent.runs import metricline
 from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.logs import scan_log
@@ -36,8 +38,8 @@ _TRAINER = re.compile(rb"verl|trl|transformers|GRPO|PPO|openrlhf|nemo_rl|swift|d
 def _ends(path: Path) -> bytes:
     """The first and the last 64 KiB: discovery never reads a whole file."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
+        with bounded.open_binary(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
             head = fh.read(SNIFF_BYTES)
             if size <= 2 * SNIFF_BYTES:
                 return head + fh.read(SNIFF_BYTES)

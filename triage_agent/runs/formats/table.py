@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from triage_agent import safejson
+from triage_agent import bounded, safejson
 from triage_agent.runs import values
 from triage_agent.runs.formats.base import Format, FormatRead, head_bytes
 from triage_agent.runs.model import ParseError
@@ -120,7 +120,7 @@ def _read(path: Path, rel: str) -> FormatRead:
     suffix = path.suffix.lower()
     objs: list[tuple[int, dict[str, Any]]] = []
     if suffix in (".csv", ".tsv"):
-        with path.open("r", encoding="utf-8", errors="replace", newline="") as fh:
+        with io.TextIOWrapper(bounded.open_binary(path), encoding="utf-8", errors="replace", newline="") as fh:
             reader = csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")
             try:
                 for i, rec in enumerate(reader, start=2):

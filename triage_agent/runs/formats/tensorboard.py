@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from triage_agent import bounded
 from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.model import ParseError
 
@@ -312,7 +313,7 @@ class Events:
     def absorb(self, path: Path, rel: str) -> list[ParseError]:
         errors: list[ParseError] = []
         try:
-            with path.open("rb") as fh:
+            with bounded.open_binary(path) as fh:
                 if fh.seek(0, 2) < self.offset:  # truncated or rewritten: read afresh
                     self.__init__()  # type: ignore[misc]
                 fh.seek(self.offset)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from triage_agent import safejson
+from triage_agent import bounded, safejson
 from triage_agent.runs.formats.base import Columns, Format, FormatRead, head_bytes
 from triage_agent.runs.model import ParseError
 
@@ -40,11 +40,7 @@ def read_trainer_state(path: Path, rel: str) -> tuple[Columns, list[dict[str, An
                                                        list[ParseError]]:
     """Returns (train rows as columns, eval rows, state header, errors). The final summary row is left out."""
     try:
-        size = path.stat().st_size
-        if size > safejson.MAX_BYTES:
-            raise OSError(f"{size / 1e6:.0f} MB is more than the {safejson.MAX_BYTES / 1e6:.0f} MB read as one "
-                          "JSON document")
-        data = path.read_bytes()
+        data = bounded.read_bytes(path, safejson.MAX_BYTES)  # bytes counted as read, never trusted from st_size
     except OSError as exc:
         return Columns(0, [], {}, {}), [], {}, [ParseError(rel, None, f"unreadable trainer state: {exc}")]
     try:

@@ -1,0 +1,129 @@
+"""Where each kind of change goes (issue 26): a trainer format, a finding, an agent tool and a command are each
+added here through their registry alone, and every part of triage that should know about them does: discovery,
+loading and watch for the format; the engine and metrics.not_logged for the finding; the model's tool list, the
+inlined results and MCP for the tool; the parser, --help and dispatch for the command."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli
+from triage_agent import cli as cli_pkg
+from triage_agent.agent import tools
+from triage_agent.cli.base import Command
+from triage_agent.commands.inspect import inspect
+from triage_agent.findings.facts import Facts, resolve
+from triage_agent.findings.model import Finding
+from triage_agent.findings.registry import REGISTRY, rule
+from triage_agent.findings.rules import Rules
+from triage_agent.runs import discover, formats
+from triage_agent.runs.formats.base import Format, FormatRead
+from triage_agent.runs.load import load_run
+
+
+def _acme_read(path: Path, rel: str) -> FormatRead:
+    rows = []
+    for line in path.read_text().splitlines():
+        doc = json.loads(line)
+        rows.append({"step": doc["it"], "reward": doc["score"], "entropy": doc["ent"]})
+    return FormatRead(rows=rows, trainer="acme")
+
+
+ACME = Format("acme_jsonl", lambda path, rel: path.name.endswith(".acme.jsonl"), _acme_read, follow="lines")
+
+
+@pytest.fixture
+def acme_format(monkeypatch):
+    # "one line in runs/formats/__init__.py": the tuple discovery walks, and the by-name table loading uses
+    monkeypatch.setattr(formats, "FORMATS", (ACME, *formats.FORMATS))
+    monkeypatch.setattr(discover, "FORMATS", (ACME, *discover.FORMATS))
+    monkeypatch.setitem(formats.BY_NAME, "acme_jsonl", ACME)
+
+
+def _acme_lines(lo: int, hi: int) -> str:
+    return "".join(json.dumps({"it": i, "score": 0.01 * i, "ent": 1.0}) + "\n" for i in range(lo, hi))
+
+
+def test_a_new_format_is_discovered_loaded_and_followed(acme_format, tmp_path):
+    from triage_agent.runs.follow import Follower
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.acme.jsonl").write_text(_acme_lines(1, 41))
+    loaded = load_run(run)
+    assert [f.role for f in loaded.files] == ["acme_jsonl"]
+    assert loaded.trainer == "acme" and len(loaded.metrics.frame) == 40
+    assert loaded.metrics.frame["reward"].iloc[-1] == pytest.approx(0.40)
+    follower = Follower()
+    follower.trainer("acme_jsonl", run / "train.acme.jsonl", "train.acme.jsonl")
+    with (run / "train.acme.jsonl").open("a") as fh:
+        fh.write(_acme_lines(41, 43))
+    got = follower.trainer("acme_jsonl", run / "train.acme.jsonl", "train.acme.jsonl")
+    # follow="lines": the second pass read only the two appended lines, and kept the forty before them
+    assert follower.read_bytes == len(_acme_lines(41, 43)) and len(got.rows) == 42
+
+
+@pytest.fixture
+def acme_rule():
+    @rule("acme.reward_too_low", "trainer", ("tail_fraction",), cause="The acme reward is low.",
+          needs=("reward", "acme_series"), paradigms=("policy_gradient", "unknown"), fix="raise it")
+    def check(facts: Facts, rules: Rules) -> Finding | None:
+        s = facts.series("reward")
+        return None if s is None or s.values[-1] > 0.5 else Finding("acme.reward_too_low", "medium", "low", {})
+
+    yield
+    del REGISTRY["acme.reward_too_low"]
+
+
+def test_a_new_finding_runs_and_declares_what_it_needs(acme_rule, acme_format, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.acme.jsonl").write_text(_acme_lines(1, 41))
+    rep = inspect(run, now=time.time() + 86400)
+    ids = {f.id: f for f in rep.findings}
+    assert ids["acme.reward_too_low"].fix == "raise it"
+    # metrics.not_logged learns of the new series from the registration alone
+    assert "acme_series" in ids["metrics.not_logged"].evidence["series"]
+
+
+def test_a_new_tool_is_offered_inlined_and_served(monkeypatch, tmp_path):
+    def acme_summary(facts: Facts, top: int = 3) -> dict[str, object]:
+        """The acme summary of a run.
+
+        Args:
+            top: how many rows
+        """
+        return {"files": len(facts.run.files), "top": top, "source": "run folder"}
+
+    monkeypatch.setattr(tools, "REGISTRY", dict(tools.REGISTRY))
+    tools.tool(inline=True)(acme_summary)
+    monkeypatch.setattr(tools, "BY_NAME", {t.name: t.fn for t in tools.REGISTRY.values()})
+    facts = resolve(load_run(Path(__file__).resolve().parent.parent / "sample_runs" / "trl_healthy"))
+    schema = next(s for s in tools.schemas(facts) if s["function"]["name"] == "acme_summary")
+    assert schema["function"]["parameters"]["properties"]["top"]["type"] == "integer"
+    assert "acme_summary" in tools.inlined(facts)
+    assert tools.call(facts, "acme_summary", {"top": 5}).output == {"files": len(facts.run.files), "top": 5,
+                                                                      "source": "run folder"}
+
+
+def test_a_new_command_is_parsed_helped_and_dispatched(monkeypatch):
+    seen: list[str] = []
+
+    def arguments(sp):
+        sp.add_argument("thing")
+
+    def run(args, out, err):
+        seen.append(args.thing)
+        out.print("acme done")
+        return 0
+
+    acme = Command("acme", "do the acme thing", "Does the acme thing.", "example: triage acme x", arguments, run)
+    monkeypatch.setattr(cli_pkg, "COMMANDS", (*cli_pkg.COMMANDS, acme))
+    code, out, _ = cli("acme", "x")
+    assert code == 0 and seen == ["x"] and "acme done" in out
+    help_text = cli_pkg.parser().format_help()
+    assert "acme" in help_text and "do the acme thing" in help_text

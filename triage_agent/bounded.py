@@ -1,0 +1,143 @@
+"""The one way bytes from outside come in: files of a run, of a suite, of a report, objects of a remote store.
+
+Every read here is bounded in bytes (read at most cap + 1 and refuse past the cap: `st_size` is never trusted,
+devices, FIFOs and `/proc` files report 0), in time (a budget checked between chunks), and opens only regular
+files, without blocking (a FIFO with no writer would block `open` itself). Line, nesting and entry caps sit
+beside: `lines`, `json_document` (via safejson) and `entries`. A refusal is an `OSError` (`Refused`), so every
+caller's existing `except OSError` reports it as an unreadable file.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, BinaryIO, TypeVar, cast
+
+CHUNK = 1 << 20
+DOCUMENT_BYTES = 512 << 20  # a file read whole (a JSON document, a config, a CSV) past this is refused
+SMALL_BYTES = 1 << 20  # a file of a few lines (an expected.json, a manifest, a profile)
+READ_SECONDS = 120.0  # one whole read; a local disk reads 512 MB in a few seconds, a stalled mount never ends
+T = TypeVar("T")
+
+
+class Refused(OSError):
+    """A read refused by a bound; `strerror` says which, in a few words."""
+
+    def __init__(self, path: object, why: str) -> None:
+        super().__init__(errno.EFBIG, why, str(path))
+
+
+def open_binary(path: Path | str) -> BinaryIO:
+    """A regular file opened for reading (a FIFO, device or socket is refused, and opening never blocks).
+    Readers that stream (logs, tables) read from it within the size they saw, so their memory stays flat."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Refused(path, "not a regular file (a FIFO, device or socket)")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return cast(BinaryIO, os.fdopen(fd, "rb"))
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def regular(path: Path | str) -> None:
+    """Refuse anything but a regular file, for a library that opens the path itself (pyarrow, TensorBoard)."""
+    open_binary(path).close()
+
+
+def read_from(fh: IO[bytes], max_bytes: int, seconds: float = READ_SECONDS, what: object = "") -> bytes:
+    """At most `max_bytes` from an open file or stream (a local file, a remote object): refused past the cap or
+    past the time budget, whatever the size the source announced."""
+    deadline = time.monotonic() + seconds
+    parts: list[bytes] = []
+    got = 0
+    while chunk := fh.read(min(CHUNK, max_bytes + 1 - got)):
+        parts.append(chunk)
+        got += len(chunk)
+        if got > max_bytes:
+            raise Refused(what, f"more than {_size(max_bytes)} (the most read of one file)")
+        if time.monotonic() > deadline:
+            raise Refused(what, f"reading took more than {seconds:.0f} s")
+    return b"".join(parts)
+
+
+def read_bytes(path: Path | str, max_bytes: int = DOCUMENT_BYTES, seconds: float = READ_SECONDS) -> bytes:
+    with open_binary(path) as fh:
+        return read_from(fh, max_bytes, seconds, path)
+
+
+def read_text(path: Path | str, max_bytes: int = DOCUMENT_BYTES, errors: str = "strict") -> str:
+    """UTF-8 text (a UnicodeDecodeError when not, unless `errors="replace"`)."""
+    return read_bytes(path, max_bytes).decode("utf-8", errors)
+
+
+def head(path: Path | str, size: int = 4096) -> bytes:
+    """The first `size` bytes (b"" when unreadable or not a regular file): what sniffs look at."""
+    try:
+        with open_binary(path) as fh:
+            return fh.read(size)
+    except OSError:
+        return b""
+
+
+def copy(src: IO[bytes], dst: IO[bytes], max_bytes: int, seconds: float, what: object = "") -> int:
+    """Copy a stream (a remote object) to a file, refused past `max_bytes` or `seconds`: an endless body or a
+    server that trickles cannot fill the disk or hold the command. Returns the bytes copied."""
+    deadline = time.monotonic() + seconds
+    got = 0
+    while chunk := src.read(min(CHUNK, max_bytes + 1 - got)):
+        got += len(chunk)
+        if got > max_bytes:
+            raise Refused(what, f"more than {_size(max_bytes)}")
+        if time.monotonic() > deadline:
+            raise Refused(what, f"the transfer took more than {seconds:.0f} s")
+        dst.write(chunk)
+    return got
+
+
+def copy_to(src: IO[bytes], path: Path | str, max_bytes: int, seconds: float, what: object = "") -> int:
+    """`copy` into a new file at `path` (created or truncated; the caller removes it on failure)."""
+    with open(path, "wb") as dst:
+        return copy(src, dst, max_bytes, seconds, what)
+
+
+def lines(fh: IO[bytes], max_line: int) -> Iterator[bytes | None]:
+    """The file's lines; a line longer than `max_line` is skipped unread and given as None."""
+    while raw := fh.readline(max_line):
+        if len(raw) == max_line and not raw.endswith(b"\n"):
+            while (more := fh.readline(max_line)) and not more.endswith(b"\n"):
+                pass
+            yield None
+            continue
+        yield raw
+
+
+def entries(items: Iterable[T], limit: int, seconds: float = READ_SECONDS) -> Iterator[T]:
+    """At most `limit` items of a listing, within `seconds`; past either the listing stops with `Refused`
+    (a server that lists folders forever, a folder of millions of files)."""
+    deadline = time.monotonic() + seconds
+    for n, item in enumerate(items):
+        if n >= limit:
+            raise Refused("", f"more than {limit} entries")
+        if time.monotonic() > deadline:
+            raise Refused("", f"listing took more than {seconds:.0f} s")
+        yield item
+
+
+def json_document(path: Path | str, max_bytes: int = DOCUMENT_BYTES) -> Any:
+    """A JSON file bounded in bytes and nesting (`safejson`): OSError or JSONDecodeError when refused."""
+    from triage_agent import safejson
+
+    return safejson.loads(read_bytes(path, max_bytes))
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n} bytes"
