@@ -20,7 +20,7 @@ from triage_agent.commands.inspect import inspect
 from triage_agent.findings.engine import REGISTRY
 from triage_agent.findings.facts import resolve
 from triage_agent.findings.rules import DEFAULTS, VIEW_THRESHOLDS
-from triage_agent.render import html, jsondoc, terminal
+from triage_agent.render import html, terminal
 from triage_agent.runs import formats
 from triage_agent.runs.load import load_run
 from triage_agent.runs.model import PARADIGMS
@@ -119,7 +119,7 @@ def test_ece_bins_override_reaches_every_view(make_run):
                                 for i, s in enumerate([0.1, 0.2, 0.8, 0.9])],
         "triage.toml": "[rules]\nece_bins = 2\n"})
     report = inspect(root)
-    doc = jsondoc.document(report)
+    doc = report.document()
     mis = next(f for f in doc["findings"] if f["id"] == "calibration.miscalibrated")
     assert mis["evidence"]["ece"] == pytest.approx(0.5)
     assert [(b["lo"], b["n"]) for b in mis["evidence"]["bins"]] == [(0.0, 2), (0.5, 2)]

@@ -60,6 +60,7 @@ def test_a_new_format_is_discovered_loaded_and_followed(acme_format, tmp_path):
     assert loaded.metrics.frame["reward"].iloc[-1] == pytest.approx(0.40)
     follower = Follower()
     follower.trainer("acme_jsonl", run / "train.acme.jsonl", "train.acme.jsonl")
+    follower.read_bytes = 0  # a new pass (watch resets it per pass)
     with (run / "train.acme.jsonl").open("a") as fh:
         fh.write(_acme_lines(41, 43))
     got = follower.trainer("acme_jsonl", run / "train.acme.jsonl", "train.acme.jsonl")

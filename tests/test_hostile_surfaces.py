@@ -90,10 +90,9 @@ def test_on_finding_time_limit_kills_the_whole_process_group(tmp_path):
         from rich.console import Console
 
         from triage_agent.cli import main
-        from triage_agent.cli import watch as watch_cli
         from triage_agent.commands import watch as watch_cmd
 
-        watch_cli.ON_FINDING_SECONDS = 1  # the limit, made short for the test
+        watch_cmd.ON_FINDING_SECONDS = 1  # the limit, made short for the test
         real = watch_cmd.watch
         watch_cmd.watch = lambda *a, **kw: real(*a, **{**kw, "passes": 1})  # one pass, then exit
         return main(["watch", str(run_dir), "--on-finding", hook, "--json"], stdout=Console(file=out),

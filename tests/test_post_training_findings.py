@@ -14,7 +14,7 @@ from rich.console import Console
 from tests.conftest import REPO
 from triage_agent import synth
 from triage_agent.commands.inspect import inspect
-from triage_agent.render import jsondoc, terminal
+from triage_agent.render import terminal
 
 REAL = REPO / "tests" / "real_runs"
 
@@ -60,7 +60,7 @@ def test_a_dpo_run_is_preference_and_its_rewards_are_not_components(make_run):
     assert {"pref_accuracy", "pref_margin", "pref_chosen", "pref_rejected", "logps_chosen"} <= cols
     assert not any(c.startswith("rc:") for c in cols) and not rep.run.rounds
     assert "reward.component_dominates" not in ids(rep)
-    doc = jsondoc.document(rep)
+    doc = rep.document()
     assert doc["run"]["paradigm"] == "preference" and doc["run"]["paradigm_evidence"]
     buf = io.StringIO()
     terminal.render(rep, Console(file=buf, width=200))

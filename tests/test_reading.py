@@ -314,10 +314,8 @@ def test_clean_files_raise_no_data_unread(make_run):
 
 
 def test_the_header_accounts_for_every_file(make_run):
-    from triage_agent.render.jsondoc import document
-
     root = make_run({"nohup.out": burst_log(), "logs/metrics.jsonl": "\n".join(json.dumps(r) for r in GOOD)})
-    doc = document(inspect(root, now=time.time() + YEAR))
+    doc = inspect(root, now=time.time() + YEAR).document()
     files = {f["path"]: f for f in doc["run"]["files"]}
     assert files["nohup.out"]["rows"] == 93 and files["logs/metrics.jsonl"]["rows"] == 12
     assert files["logs/metrics.jsonl"]["role"] == "metrics_table"

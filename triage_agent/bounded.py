@@ -3,7 +3,7 @@
 Every read here is bounded in bytes (read at most cap + 1 and refuse past the cap: `st_size` is never trusted,
 devices, FIFOs and `/proc` files report 0), in time (a budget checked between chunks), and opens only regular
 files, without blocking (a FIFO with no writer would block `open` itself). Line, nesting and entry caps sit
-beside: `lines`, `json_document` (via safejson) and `entries`. A refusal is an `OSError` (`Refused`), so every
+beside: `lines` and `entries` (JSON documents: `safejson.load_file`, which reads through here). A refusal is an `OSError` (`Refused`), so every
 caller's existing `except OSError` reports it as an unreadable file.
 """
 
@@ -16,7 +16,7 @@ import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, BinaryIO, TypeVar, cast
+from typing import IO, BinaryIO, TypeVar, cast
 
 CHUNK = 1 << 20
 DOCUMENT_BYTES = 512 << 20  # a file read whole (a JSON document, a config, a CSV) past this is refused
@@ -130,13 +130,6 @@ def entries(items: Iterable[T], limit: int, seconds: float = READ_SECONDS) -> It
         if time.monotonic() > deadline:
             raise Refused("", f"listing took more than {seconds:.0f} s")
         yield item
-
-
-def json_document(path: Path | str, max_bytes: int = DOCUMENT_BYTES) -> Any:
-    """A JSON file bounded in bytes and nesting (`safejson`): OSError or JSONDecodeError when refused."""
-    from triage_agent import safejson
-
-    return safejson.loads(read_bytes(path, max_bytes))
 
 
 def _size(n: int) -> str:

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from triage_agent import bounded
+
 MAX_BYTES = 512 << 20  # a JSON document larger than this is not read whole
 
 
@@ -23,6 +25,4 @@ def loads(data: str | bytes) -> Any:
 def load_file(path: Path, max_bytes: int = MAX_BYTES) -> Any:
     """A JSON file; OSError when unreadable, not a regular file or larger than `max_bytes` (counted as read,
     never trusted from `st_size`), JSONDecodeError when malformed."""
-    from triage_agent import bounded
-
     return loads(bounded.read_bytes(path, max_bytes))

@@ -68,12 +68,20 @@ def write_json(out: Console, doc: Any) -> None:
     import json
 
     from triage_agent import redact
-    from triage_agent.render.jsondoc import _clean
+    from triage_agent.jsonable import clean
 
-    # masked as a document (by key name and value shape); written beneath the console's masking stream,
-    # which masks text and does not know JSON's escapes
-    stream = getattr(out.file, "raw", out.file)
-    stream.write(json.dumps(redact.obj(_clean(doc)), indent=2, ensure_ascii=False) + "\n")
+    out.file.write(json.dumps(redact.obj(clean(doc)), indent=2, ensure_ascii=False) + "\n")
+
+
+def emit(out: Console, as_json: bool, result: Any) -> None:
+    """The one output path for a command's result: its JSON document through `write_json`, or the view
+    registered for its type (render/views.py)."""
+    if as_json:
+        write_json(out, result.document())
+        return
+    from triage_agent.render.views import show
+
+    show(result, out)
 
 
 def literal(s: object, style: str = "") -> Any:

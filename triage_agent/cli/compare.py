@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from triage_agent.cli.base import Command, write_json, write_page
+from triage_agent.cli.base import Command, emit, write_page
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -23,10 +23,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     result = compare(args.runs)
     write_page(args.html, lambda: view.html(result), err, "HTML page")
-    if args.json:
-        write_json(out, result.document())
-    else:
-        view.render(result, out)
+    emit(out, args.json, result)
     return 0
 
 

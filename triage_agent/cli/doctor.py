@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from triage_agent.cli.base import Command, endpoint_flags, settings_from, write_json
+from triage_agent.cli.base import Command, emit, endpoint_flags, settings_from
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -20,14 +20,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     import os
 
     from triage_agent.commands.doctor import doctor
-    from triage_agent.render.terminal import doctor_view
 
     res = doctor(settings_from(args), dict(os.environ))
-    if args.json:
-        write_json(out, {"settings": res.settings, "can_report": res.can_report,
-                         "checks": [vars(c) for c in res.checks], "capabilities": res.capabilities})
-    else:
-        doctor_view(res, out)
+    emit(out, args.json, res)
     return 0 if res.can_report else 3  # endpoint trouble, as for every command
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from triage_agent.cli.base import Command, endpoint_flags, progress, settings_from, write_json, write_page
+from triage_agent.cli.base import Command, emit, endpoint_flags, progress, settings_from, write_page
 from triage_agent.errors import BadInput
 
 if TYPE_CHECKING:
@@ -37,10 +37,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     result = evaluate(models, settings, dict(os.environ), Path(args.suite) if args.suite else None, args.runs,
                       save=not args.no_save, progress=progress(err))
     write_page(args.html, lambda: evaluation.html(result), err, "HTML page")
-    if args.json:
-        write_json(out, result.document())
-    else:
-        evaluation.render(result, out)
+    emit(out, args.json, result)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from triage_agent.cli.base import Command, fail_code, progress, report_flags, write_html, write_json
+from triage_agent.cli.base import Command, emit, fail_code, progress, report_flags, write_html
 from triage_agent.errors import BadInput
 
 if TYPE_CHECKING:
@@ -23,7 +23,6 @@ def arguments(sp: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.commands.inspect import inspect
     from triage_agent.commands.sweep import SweepResult
-    from triage_agent.render import jsondoc, terminal
 
     if args.jobs is not None and args.jobs < 1:
         raise BadInput("--jobs takes a number of processes >= 1")
@@ -32,18 +31,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                      one_run_only="--html shows one run: pick one with --run NAME, or put runs side by side with "
                                   "`triage compare A B --html FILE`" if args.html else None)
     if isinstance(report, SweepResult):
-        from triage_agent.render import sweep
-
-        if args.json:
-            write_json(out, report.document())
-        else:
-            sweep.render(report, out)
+        emit(out, args.json, report)
         return 1 if report.fails(args.fail_on) else 0
     write_html(report, args.html, err)
-    if args.json:
-        write_json(out, jsondoc.document(report))
-    else:
-        terminal.render(report, out)
+    emit(out, args.json, report)
     return fail_code(report, args.fail_on)
 
 

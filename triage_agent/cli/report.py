@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from triage_agent.cli.base import (
     Command,
+    emit,
     endpoint_flags,
     fail_code,
     literal,
@@ -33,7 +34,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     import os
 
     from triage_agent.commands.report import DryRun, report
-    from triage_agent.render import jsondoc, terminal
 
     settings = settings_from(args)
     with spinner(err, "waiting for the model"):
@@ -43,10 +43,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         write_json(out, result.document())
         return 0
     write_html(result, args.html, err)
-    if args.json:
-        write_json(out, jsondoc.document(result))
-    else:
-        terminal.render(result, out)
+    emit(out, args.json, result)
     for note in result.notes if args.json else []:
         err.print(literal(f"note: {note}"))
     usage_line(result.source, err)

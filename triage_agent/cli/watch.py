@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 from typing import TYPE_CHECKING
 
 from triage_agent.cli.base import Command, duration, literal
@@ -13,7 +12,6 @@ from triage_agent.findings.model import SEVERITIES
 if TYPE_CHECKING:
     from rich.console import Console
 
-ON_FINDING_SECONDS = 60  # an --on-finding command that runs longer is stopped
 
 
 def arguments(sp: argparse.ArgumentParser) -> None:
@@ -33,7 +31,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     import json
     from pathlib import Path
 
-    from triage_agent.commands.watch import WatchEvent, watch
+    from triage_agent.commands.watch import WatchEvent, run_hook, watch
     from triage_agent.findings.model import SEVERITY_RANK
     from triage_agent.render.terminal import SEVERITY_STYLE
     from triage_agent.runs.remote import is_remote
@@ -58,32 +56,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                                     literal(ev.id, "bold"), literal(f"  from step {ev.step}" if ev.step is not None
                                                                     else ""), "  ", literal(ev.title)))
         if args.on_finding:
-            _hook(args.on_finding, line, err)
+            problem = run_hook(args.on_finding, line)
+            if problem:
+                err.print(literal(f"triage: {problem}"))
         return bool(args.exit_on) and SEVERITY_RANK[ev.severity] <= SEVERITY_RANK[args.exit_on]
 
     return watch(args.run, on_event, interval=args.interval, stall_after=args.stall_after)
-
-
-def _hook(command: str, line: str, err: Console) -> None:
-    """Run the --on-finding command with the event on its stdin, in a process group of its own: at the time
-    limit the whole group is killed (the shell and whatever it started: a `curl` stuck on a dead host)."""
-    import os
-    import signal
-    import subprocess
-
-    proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S602
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        _, stderr = proc.communicate(line + "\n", timeout=ON_FINDING_SECONDS)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.communicate(timeout=5)  # the pipes close once the group is gone
-        err.print(literal(f"triage: --on-finding ran over {ON_FINDING_SECONDS:g} s and was stopped"))
-        return
-    if proc.returncode != 0:
-        err.print(literal(f"triage: --on-finding exited {proc.returncode}: {stderr.strip()[:200]}"))
 
 
 COMMAND = Command(

@@ -40,6 +40,10 @@ class DoctorResult:
     def can_report(self) -> bool:
         return all(c.ok is not False for c in self.checks)
 
+    def document(self) -> dict[str, object]:
+        return {"settings": self.settings, "can_report": self.can_report, "checks": [vars(c) for c in self.checks],
+                "capabilities": self.capabilities}
+
 
 @dataclass
 class Probe:

@@ -199,9 +199,7 @@ def build_server(roots: list[Path], allow_write: bool = False) -> Any:
     @server.resource("run://{+path}/report", mime_type="application/json")
     def report_resource(path: str) -> str:
         """The run's JSON report (schema triage.report/v1)."""
-        from triage_agent.render import jsondoc
-
-        return json.dumps(jsondoc.document(_resource_report(conf, path)), default=str)
+        return json.dumps(_resource_report(conf, path).document(), default=str)
 
     @server.resource("run://{+path}/findings", mime_type="application/json")
     def findings_resource(path: str) -> str:

@@ -82,7 +82,6 @@ def _steps(run: Any) -> int | None:
 
 def inspect_one(location: str, name: str, display: str | None, now: float, keep_report: bool) -> dict[str, Any]:
     """One run of a sweep: its row (and JSON report when asked). The same in every executor."""
-    from triage_agent.render import jsondoc
     from triage_agent.report import offline_report
     from triage_agent.runs.load import load_run
 
@@ -96,7 +95,7 @@ def inspect_one(location: str, name: str, display: str | None, now: float, keep_
     row.update(trainer=report.run.trainer, kind=report.run.kind, steps=_steps(report.run),
                worst=ranked[0].severity if ranked else None, ids=[f.id for f in ranked])
     if keep_report:
-        row["report"] = jsondoc.document(report)
+        row["report"] = report.document()
     return row
 
 

@@ -136,6 +136,33 @@ def _waiter(path: Path | None, interval: float) -> Iterator[None]:
         yield
 
 
+ON_FINDING_SECONDS = 60.0  # an --on-finding command that runs longer is stopped, with everything it started
+
+
+def run_hook(command: str, line: str, seconds: float | None = None) -> str | None:
+    """Run the --on-finding command with the event on its stdin, in a process group of its own: at the time
+    limit the whole group is killed (the shell and whatever it started: a `curl` stuck on a dead host).
+    Returns what went wrong, or None."""
+    import os
+    import signal
+    import subprocess
+
+    seconds = ON_FINDING_SECONDS if seconds is None else seconds
+    proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S602
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(line + "\n", timeout=seconds)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=5)  # the pipes close once the group is gone
+        return f"--on-finding ran over {seconds:g} s and was stopped"
+    if proc.returncode != 0:
+        return f"--on-finding exited {proc.returncode}: {stderr.strip()[:200]}"
+    return None
+
+
 def watch(location: str, on_event: Callable[[WatchEvent], bool], *, interval: float = 5.0,
           stall_after: float = 900.0, clock: Callable[[], float] = time.time,
           passes: int | None = None, on_pass: Callable[[Follower, float], None] | None = None) -> int:
