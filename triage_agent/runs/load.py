@@ -19,7 +19,6 @@ from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.base import Columns
 from triage_agent.runs.formats.canonical import (
     Canonical,
-    canonicalize,
     canonicalize_columns,
     is_validation,
     strip_prefix,
@@ -46,9 +45,9 @@ class Reader:
         return BY_NAME[role].read(path, rel)
 
     def canonical(self, rel: str, rows: list[dict[str, Any]] | Columns, columns: dict[str, str]) -> Canonical:
-        if isinstance(rows, Columns):
-            return canonicalize_columns(rows, columns)
-        return canonicalize(rows, columns)
+        # dict rows (logs, JSON lines) become columns first: a key at a time in C instead of a Python loop
+        # over every value (100,000 log steps: ~1 s less); the same frame, held so by a property test
+        return canonicalize_columns(rows if isinstance(rows, Columns) else Columns.from_rows(rows), columns)
 
 
 DIRECT = Reader()
