@@ -223,7 +223,7 @@ def rollout_block(step: int, samples: int) -> str:
 
 def write_rollout_log(path: Path, size: int, steps: int) -> int:
     """A verl log of `size` bytes with `steps` metric lines among the rollout dumps; returns the steps written."""
-    samples = max(1, size // steps // len(rollout_block(1, 1)))
+    samples = max(1, round(size / steps / (len(rollout_block(1, 4).encode()) / 4)))
     with path.open("w") as fh:
         fh.write(f"{PRE_RUNNER}Total training steps: {steps}\n")
         for step in range(1, steps + 1):

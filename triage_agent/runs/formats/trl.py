@@ -108,8 +108,18 @@ def _indented(data: bytes) -> tuple[tuple[int, int], np.ndarray, np.ndarray] | N
         return None
     closing += 1 + len(indent)
     entry = indent * 2
-    starts, ends = (np.array([m.end() - 1 for m in re.compile(rb"\n" + re.escape(entry) + bracket).finditer(
-        data, opening, closing)], dtype=np.int64) for bracket in (rb"\{", rb"\}"))
+    arr = np.frombuffer(data, dtype=np.uint8)
+    found: dict[int, list[np.ndarray]] = {0x7B: [], 0x7D: []}
+    for lo in range(opening, closing, WINDOW):  # lines that open or close an entry: a newline, the indent, a brace
+        nl = np.flatnonzero(arr[lo:min(lo + WINDOW, closing)] == 0x0A) + lo
+        lead = nl + 1 + len(entry)
+        nl, lead = nl[lead < len(arr)], lead[lead < len(arr)]
+        ok = np.ones(len(nl), dtype=bool)
+        for j, byte in enumerate(entry):
+            ok &= arr[nl + 1 + j] == byte
+        for brace, got in found.items():
+            got.append(lead[ok & (arr[lead] == brace)])
+    starts, ends = (np.concatenate(found[b]) if found[b] else np.zeros(0, dtype=np.int64) for b in (0x7B, 0x7D))
     if len(starts) != len(ends) or (len(starts) and not (
             (starts < ends).all() and (ends[:-1] < starts[1:]).all())):
         return None
