@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from triage_agent.runs.formats import trl
@@ -86,13 +88,13 @@ def test_nan_and_infinity_literals_as_json_dumps_writes_them(tmp_path):
 
 
 def test_odd_entries_take_the_whole_document_path_with_the_same_rows(tmp_path):
-    rows: list[Any] = [{"step": 1, "loss": 0.5}, 7, None, "x", [1, 2], {"loss": 0.2}, {"step": 2, "loss": True}]
+    rows: list[Any] = [{"step": 1, "loss": 0.5}, 7, None, "x", [1, 2], {"loss": 0.2}, {}, {"step": 2, "loss": True}]
     doc = document(rows)
     path = tmp_path / "trainer_state.json"
     path.write_text(json.dumps(doc, indent=1))
     cols, _, _, errors = trl.read_trainer_state(path, "s")
     train, _, bad = reference(doc)
-    assert bad == [1, 2, 3, 4, 5]
+    assert bad == [1, 2, 3, 4, 5, 6]
     assert [e.message for e in errors] == [f"log_history[{i}] has no step" for i in bad]
     assert same_columns(cols, Columns.from_rows(train))
     assert cols.values["loss"].tolist()[0] == 0.5 and cols.present["loss"].tolist() == [True, False]
@@ -155,3 +157,74 @@ def test_inspect_reads_a_state_file_as_before(make_run):
     assert rep.run.validation is not None and rep.run.validation.frame["validation"].tolist() == [0.7]
 
 
+
+
+# -- W&B history ----------------------------------------------------------------------------------
+def wandb_reference(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int | None, str]]]:
+    """The former line-by-line reader: numeric values (not bools) and the step, per JSON line."""
+    from triage_agent.runs.model import ParseError
+    from triage_agent.runs.tables import iter_json_objects
+
+    rows, errors = [], []
+    errs: list[ParseError] = []
+    for i, obj in iter_json_objects(path, "h", errs):
+        step = obj.get("train/global_step", obj.get("global_step", obj.get("_step")))
+        if step is None:
+            errors.append((i, "row has no step"))
+            continue
+        row = {k: v for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        row["step"] = step
+        rows.append(row)
+    return rows, sorted([(e.line, e.message) for e in errs] + errors, key=lambda x: x[0] or 0)
+
+
+def wandb_lines(n: int) -> list[str]:
+    out = []
+    for s in range(n):
+        row: dict[str, Any] = {"_step": s, "_runtime": 1.5 * s, "train/reward": 0.01 * s, "train/kl": 0.001,
+                               "flag": s % 2 == 0, "media": {"_type": "image-file", "path": "x.png"},
+                               "note": "text", "train/global_step": 10 * s}
+        if s % 5 == 0:
+            row["eval/loss"] = 0.5  # a key in some rows only
+        out.append(json.dumps(row))
+    return out
+
+
+@pytest.mark.parametrize("case", ["clean", "nan", "bad line", "no step", "mixed types", "late key", "blank lines"])
+def test_wandb_history_equals_the_line_readers(tmp_path, case):
+    from triage_agent.runs.formats import wandb
+    from triage_agent.runs.formats.canonical import canonicalize, canonicalize_columns
+
+    lines = wandb_lines(3000)
+    if case == "nan":
+        lines[7] = lines[7].replace('"train/kl": 0.001', '"train/kl": NaN')
+    elif case == "bad line":
+        lines[100] = lines[100][:40]
+    elif case == "no step":
+        lines[5] = json.dumps({"train/reward": 9.0})
+        lines[2999] = json.dumps({"_runtime": 1.0, "x": None})
+    elif case == "mixed types":
+        lines[9] = lines[9].replace('"train/reward": 0.09', '"train/reward": "high"')
+    elif case == "late key":
+        lines[2500] = lines[2500][:-1] + ', "train/entropy": 0.7}'
+    elif case == "blank lines":
+        lines[3:3] = ["", "  "]
+    path = tmp_path / "wandb-history.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    cols, errors = wandb.read_history(path, "h")
+    rows, want_errors = wandb_reference(path)
+    assert [(e.line, e.message.split(":")[0]) for e in errors] == [(i, m.split(":")[0]) for i, m in want_errors]
+    got, want = canonicalize_columns(cols), canonicalize(rows)
+    pd.testing.assert_frame_equal(got.frame[sorted(got.frame.columns)], want.frame[sorted(want.frame.columns)])
+    assert got.nonfinite == want.nonfinite
+    assert got.frame["step"].iloc[:3].tolist() == ([0, 10, 20] if case != "no step" else [0, 10, 20])
+    assert len(got.frame) == 3000 - (2 if case == "no step" else 1 if case == "bad line" else 0)
+
+
+def test_an_empty_wandb_history_is_no_error(tmp_path):
+    from triage_agent.runs.formats import wandb
+
+    path = tmp_path / "wandb-history.jsonl"
+    path.write_text("")
+    cols, errors = wandb.read_history(path, "h")
+    assert (cols.n, errors) == (0, [])

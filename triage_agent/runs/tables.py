@@ -159,6 +159,49 @@ def _stream_jsonl(path: Path, rows: int) -> pd.DataFrame:
     return frame
 
 
+def read_jsonl_numbers(path: Path) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str],
+                                               range | list[int]] | None:
+    """A JSONL file's numeric keys through pyarrow, a megabyte batch at a time: {key: (float64 values, where the
+    row held a number)}, every key in the file's order, and the rows' line numbers. A null or a missing key is
+    no number; a NaN literal is one. Columns of other types (strings, bools, objects) are skipped. None when
+    pyarrow refuses the file or a line nests too deep for it: the caller reads it line by line then."""
+    deep, lines = _survey(path)
+    if deep:
+        return None
+    for streaming in (True, False):
+        try:
+            if streaming:
+                batches: Any = pajson.open_json(path, read_options=pajson.ReadOptions(block_size=STREAM_BLOCK),
+                                                memory_pool=pa.system_memory_pool())
+            else:  # a key that appears only after the first batch (the streaming reader fixes its schema there)
+                batches = pajson.read_json(path, memory_pool=pa.system_memory_pool()).to_batches()
+            values: dict[str, np.ndarray] = {}
+            present: dict[str, np.ndarray] = {}
+            names: dict[str, None] = {}
+            at = 0
+            for batch in batches:
+                n = batch.num_rows
+                if at + n > lines:
+                    raise ValueError("more rows than lines")  # cannot happen; the line reader decides
+                for name, col in zip(batch.schema.names, batch.columns):
+                    names.setdefault(name, None)
+                    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+                        continue
+                    if name not in values:
+                        values[name] = np.full(lines, np.nan)
+                        present[name] = np.zeros(lines, dtype=bool)
+                    values[name][at:at + n] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+                    present[name][at:at + n] = col.is_valid().to_numpy(zero_copy_only=False)
+                at += n
+            del batches
+        except (pa.ArrowException, OSError, ValueError):
+            continue
+        _give_back_memory()
+        found = {k: (values[k][:at], present[k][:at]) for k in values}
+        return found, list(names), _jsonl_line_numbers(path, at, lines)
+    return None
+
+
 def _jsonl_line_numbers(path: Path, rows: int, lines: int) -> range | list[int]:
     """Line numbers of the non-blank lines (pyarrow skips blank ones)."""
     if rows == lines:

@@ -13,6 +13,7 @@ library's json; an entry neither reads is a ParseError at its line.
 from __future__ import annotations
 
 import json
+import re
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,12 @@ WINDOW = 8 << 20  # bytes scanned by NumPy at a time (its temporaries are a few 
 
 
 _UNREAD = object()  # an entry that did not parse (already reported)
+
+
+_CLASS = np.zeros(256, dtype=np.uint8)  # 1 a quote, 2 an opening bracket, 3 a closing one
+_CLASS[ord('"')] = 1
+_CLASS[[ord("{"), ord("[")]] = 2
+_CLASS[[ord("}"), ord("]")]] = 3
 
 
 class _Shape(Exception):
@@ -65,14 +72,71 @@ def _entries(data: bytes) -> tuple[list[tuple[int, int]], dict[str, Any]]:
     """The (start, end) byte span of each `log_history` entry, and the document without `log_history`
     parsed. Raises _Shape when the document is not an object whose `log_history` holds only objects."""
     arr = np.frombuffer(data, dtype=np.uint8)
+    found = _indented(data)
+    if found is not None:
+        history, s, e = found
+    else:
+        history, s, e = _scan(data, arr)
+    if not _only_commas_between(data, arr, history, s, e):
+        raise _Shape  # a number, string or null entry, or entries without a comma: the other path
+    try:
+        header = _loads(data[:history[0]] + b"[]" + data[history[1] + 1:])
+    except ValueError:
+        raise _Shape from None
+    if not isinstance(header, dict):
+        raise _Shape
+    header.pop("log_history", None)
+    return list(zip(s.tolist(), (e + 1).tolist())), header
+
+
+def _indented(data: bytes) -> tuple[tuple[int, int], np.ndarray, np.ndarray] | None:
+    """The entries of an indented document (json.dumps(indent=...), as the Trainer writes it) from its lines
+    alone: a JSON string never holds a raw newline, so a line's indent is its depth. None when the document
+    is not laid out so (then every byte is scanned)."""
+    top = re.match(rb"\{\r?\n([ \t]+)\"", data)
+    if top is None:
+        return None
+    indent = top.group(1)
+    key = re.search(rb"\n" + indent + rb'"log_history": \[\r?\n', data)
+    if key is None:
+        return None
+    opening = data.rindex(b"[", key.start(), key.end())
+    closing = data.find(b"\n" + indent + b"]", opening)
+    if closing < 0:
+        return None
+    closing += 1 + len(indent)
+    entry = indent * 2
+    arr = np.frombuffer(data, dtype=np.uint8)
+    found: dict[int, list[np.ndarray]] = {0x7B: [], 0x7D: []}
+    for lo in range(opening, closing, WINDOW):  # lines that open or close an entry: a newline, the indent, a brace
+        nl = np.flatnonzero(arr[lo:min(lo + WINDOW, closing)] == 0x0A) + lo
+        lead = nl + 1 + len(entry)
+        nl, lead = nl[lead < len(arr)], lead[lead < len(arr)]
+        ok = np.ones(len(nl), dtype=bool)
+        for j, byte in enumerate(entry):
+            ok &= arr[nl + 1 + j] == byte
+        for brace, got in found.items():
+            got.append(lead[ok & (arr[lead] == brace)])
+    starts, ends = (np.concatenate(found[b]) if found[b] else np.zeros(0, dtype=np.int64) for b in (0x7B, 0x7D))
+    if len(starts) != len(ends) or (len(starts) and not (
+            (starts < ends).all() and (ends[:-1] < starts[1:]).all())):
+        return None
+    return (opening, closing), starts, ends
+
+
+def _scan(data: bytes, arr: np.ndarray) -> tuple[tuple[int, int], np.ndarray, np.ndarray]:
+    """The entries of any document, from a NumPy pass over its bytes: brackets outside strings, by depth."""
     inside = False  # in a string at the window's start
     depth = 0
     history: tuple[int, int] | None = None  # the array's '[' and ']'
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
     for lo in range(0, len(arr), WINDOW):
-        w = arr[lo:lo + WINDOW]
-        quotes = np.flatnonzero(w == 0x22) + lo
+        cls = _CLASS[arr[lo:lo + WINDOW]]  # one pass: which bytes are quotes, opening or closing brackets
+        marks = np.flatnonzero(cls)
+        kinds = cls[marks]
+        marks += lo
+        quotes = marks[kinds == 1]
         if len(quotes):
             escaped = arr[np.maximum(quotes - 1, 0)] == 0x5C
             if escaped.any():  # a quote after backslashes: escaped when they are odd in number
@@ -83,12 +147,13 @@ def _entries(data: bytes) -> tuple[list[tuple[int, int]], dict[str, Any]]:
                         n += 1
                     keep[i] = n % 2 == 0
                 quotes = quotes[keep]
-        opens = (w == 0x7B) | (w == 0x5B)
-        brackets = np.flatnonzero(opens | (w == 0x7D) | (w == 0x5D)) + lo
+        is_bracket = kinds != 1
+        brackets = marks[is_bracket]
+        opens = kinds[is_bracket] == 2
         # a bracket is in a string when an odd number of quotes (after the window's start state) precede it
         in_string = (np.searchsorted(quotes, brackets) + inside) % 2 == 1
         brackets = brackets[~in_string]
-        delta = np.where(opens[brackets - lo], 1, -1)
+        delta = np.where(opens[~in_string], 1, -1)
         after = depth + np.cumsum(delta)
         before = after - delta
         if history is None:
@@ -115,17 +180,7 @@ def _entries(data: bytes) -> tuple[list[tuple[int, int]], dict[str, Any]]:
     e = np.concatenate(ends) if ends else np.zeros(0, dtype=np.int64)
     if len(s) != len(e) or (len(s) and (arr[s] != ord("{")).any()) or (len(e) and (arr[e] != ord("}")).any()):
         raise _Shape  # an array entry in log_history
-    spans = list(zip(s.tolist(), (e + 1).tolist()))
-    if not _only_commas_between(data, arr, history, s, e):
-        raise _Shape  # a number, string or null entry, or entries without a comma: the other path
-    try:
-        header = _loads(data[:history[0]] + b"[]" + data[history[1] + 1:])
-    except ValueError:
-        raise _Shape from None
-    if not isinstance(header, dict):
-        raise _Shape
-    header.pop("log_history", None)
-    return spans, header
+    return history, s, e
 
 
 def _only_commas_between(data: bytes, arr: np.ndarray, history: tuple[int, int], s: np.ndarray, e: np.ndarray

@@ -10,16 +10,33 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from triage_agent import safejson
 from triage_agent.runs import values
-from triage_agent.runs.formats.base import Format, FormatRead
+from triage_agent.runs.formats.base import Columns, Format, FormatRead
 from triage_agent.runs.model import ParseError
-from triage_agent.runs.tables import iter_json_objects
+from triage_agent.runs.tables import iter_json_objects, read_jsonl_numbers
+
+STEP_KEYS = ("train/global_step", "global_step", "_step")  # a row's step: the first of these it holds
+BATCH = 4096  # rows of the line-by-line reader turned into columns at a time
 
 
-def read_history(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[ParseError]]:
-    rows: list[dict[str, Any]] = []
+def read_history(path: Path, rel: str) -> tuple[Columns, list[ParseError]]:
+    """The history's numeric values as columns, with `step` from the first step key each row holds. pyarrow
+    reads the file into columns when it can; otherwise (a bad line, a key holding numbers and strings) it is
+    read line by line, a batch of rows at a time, each bad line reported at its place."""
+    try:
+        if path.stat().st_size == 0:
+            return Columns(0, [], {}, {}), []
+    except OSError as exc:
+        return Columns(0, [], {}, {}), [ParseError(rel, None, f"unreadable: {exc.strerror}")]
+    arrow = read_jsonl_numbers(path)
+    if arrow is not None:
+        return _from_arrow(*arrow, rel)
     errors: list[ParseError] = []
+    parts: list[Columns] = []
+    batch: list[dict[str, Any]] = []
     for i, obj in iter_json_objects(path, rel, errors):
         step = obj.get("train/global_step", obj.get("global_step", obj.get("_step")))
         if step is None:
@@ -27,8 +44,33 @@ def read_history(path: Path, rel: str) -> tuple[list[dict[str, Any]], list[Parse
             continue
         row = {k: n for k, n in ((k, values.number(v)) for k, v in obj.items()) if n is not None}
         row["step"] = step
-        rows.append(row)
-    return rows, errors
+        batch.append(row)
+        if len(batch) >= BATCH:
+            parts.append(Columns.from_rows(batch))
+            batch = []
+    parts.append(Columns.from_rows(batch))
+    return Columns.concat(parts), errors
+
+
+def _from_arrow(found: dict[str, tuple[np.ndarray, np.ndarray]], names: list[str], lines: range | list[int],
+                rel: str) -> tuple[Columns, list[ParseError]]:
+    values = {k: v for k, (v, has) in found.items() if has.any()}
+    present = {k: has for k, (_v, has) in found.items() if k in values}
+    n = len(lines)
+    step = np.full(n, np.nan)
+    has_step = np.zeros(n, dtype=bool)
+    for key in reversed(STEP_KEYS):  # the first key a row holds wins
+        if key in values:
+            step = np.where(present[key], values[key], step)
+            has_step |= present[key]
+    errors = [ParseError(rel, int(lines[i]), "row has no step") for i in np.flatnonzero(~has_step).tolist()]
+    values["step"], present["step"] = step, has_step
+    if errors:
+        values = {k: v[has_step] for k, v in values.items()}
+        present = {k: v[has_step] for k, v in present.items()}
+        n = int(has_step.sum())
+    keys = [k for k in names if k in values and k != "step"] + ["step"]
+    return Columns(n, keys, values, present), errors
 
 
 def read_summary(path: Path, rel: str) -> tuple[dict[str, Any], list[ParseError]]:
@@ -42,8 +84,8 @@ def read_summary(path: Path, rel: str) -> tuple[dict[str, Any], list[ParseError]
 
 
 def _read_history(path: Path, rel: str) -> FormatRead:
-    rows, errors = read_history(path, rel)
-    return FormatRead(rows=rows, errors=errors)
+    columns, errors = read_history(path, rel)
+    return FormatRead(columns=columns, errors=errors)
 
 
 def _read_summary(path: Path, rel: str) -> FormatRead:
