@@ -4,6 +4,7 @@ chooses an exit code.
 - `BadInput` (exit 2): what the user gave cannot be used (a missing folder, nothing recognisable, a stale or
   malformed report, a bad flag value, a bad profile).
 - `EndpointError` (exit 3, in `llm/errors.py`): the model endpoint failed, with its kind.
+- `Unreachable` (exit 3): a service the user named (a Ray head) does not answer, like an endpoint that is down.
 - `ToolRefusal`: an agent tool declines a call (no such round, no data, bad arguments); the model is told why.
 - `ConfigSyntaxError`: a config file does not parse; carries the line, so nobody parses it back out of text.
 """
@@ -21,6 +22,10 @@ class TriageError(Exception):
 
 class BadInput(TriageError):
     exit_code: ClassVar[int] = 2
+
+
+class Unreachable(TriageError):
+    exit_code: ClassVar[int] = 3
 
 
 class ToolRefusal(ValueError):

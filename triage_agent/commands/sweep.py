@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage_agent.errors import BadInput, TriageError
+from triage_agent.errors import BadInput, TriageError, Unreachable
 from triage_agent.extras import install_hint
 from triage_agent.findings.model import SEVERITY_RANK
 from triage_agent.runs.sweep import Split
@@ -142,8 +142,8 @@ def _reachable(address: str | None) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_SECONDS).close()
     except OSError as exc:
-        raise BadInput(f"cannot reach Ray at {address} ({exc.strerror or type(exc).__name__}); is the head "
-                          "running, on that port?", 3) from None
+        raise Unreachable(f"cannot reach Ray at {address} ({exc.strerror or type(exc).__name__}); is the head "
+                          "running, on that port?") from None
 
 
 def _ray(tasks: list[tuple[str, str, str | None]], address: str | None, now: float,

@@ -328,11 +328,15 @@ def _scalar(v: object) -> object:
     return None if isinstance(v, (dict, list, tuple)) else v
 
 
+_NAN_TEXT = ("nan", "+nan", "-nan", "")
+
+
 def _mostly_numbers(frame: pd.DataFrame, col: str, rel: str) -> list[ParseError]:
     """A column of numbers with a few cells that are not (a string, bytes that are not UTF-8, a nested object)
     becomes numbers, each odd cell missing and reported; a column of text stays as it is."""
     values = pd.to_numeric(frame[col].map(_scalar), errors="coerce")
-    given = frame[col].notna()
+    # a cell is given unless missing or a written-out NaN ("nan" is a number a trainer logged, not an odd cell)
+    given = frame[col].notna() & ~frame[col].map(lambda v: isinstance(v, str) and v.strip().lower() in _NAN_TEXT)
     if not values.notna().any() or values.notna().sum() < 0.5 * given.sum():
         return []
     odd = frame.loc[values.isna() & given, LINE].tolist()
