@@ -35,7 +35,7 @@ def test_doctor_all_good_saves_capabilities(tmp_path):
         res = doctor(Settings(base_url=srv.base_url, model="scripted-model", retry_wait=0.01), env)
     assert res.can_report and [c.ok for c in res.checks] == [True] * 8
     assert res.capabilities == {"tools": True, "json_schema": True, "streaming": True}
-    assert capabilities.load(state_dir(env), srv.base_url, "scripted-model")["tools"] is True
+    assert capabilities.load(state_dir(env), srv.base_url, "scripted-model").tools is True
 
 
 def test_doctor_wrong_key(tmp_path):
@@ -151,13 +151,12 @@ def test_apply_default_is_a_diff_and_writes_nothing(tmp_path):
 
 def test_doctor_leaves_the_given_settings_unchanged(tmp_path):
     env = {"XDG_STATE_HOME": str(tmp_path)}
-    given = Settings(base_url=None, retry_wait=0.01)
     with ScriptedServer(healthy_script()) as srv:
-        given.base_url = srv.base_url
-        before = (given.model, dict(given.sources), dict(given.capabilities))
+        given = Settings(base_url=srv.base_url, retry_wait=0.01)
+        before = (given.model, dict(given.sources), given.capabilities)
         res = doctor(given, env)
     assert res.can_report
-    assert (given.model, dict(given.sources), dict(given.capabilities)) == before  # model None, nothing learnt
+    assert (given.model, dict(given.sources), given.capabilities) == before  # model None, nothing learnt
 
 
 @pytest.mark.parametrize(("sample", "file", "before", "after"), [

@@ -434,7 +434,7 @@ def test_concurrent_writers_keep_every_update(tmp_path):
     def writer(i):
         def go(out, err):
             for j in range(20):
-                capabilities.save(tmp_path, f"http://h{i}", f"m{j}", {"tools": True})
+                capabilities.save(tmp_path, f"http://h{i}", f"m{j}", capabilities.Capabilities(tools=True))
             return 0
         return go
 

@@ -17,7 +17,7 @@ def save(state: Path, run_root: Path, command: str, result: AgentResult, client:
     path = unique_path(state / "transcripts", f"{command}-{run_root.name[:60]}")
     doc = {"command": command, "run": str(run_root), "endpoint": client.settings.base_url,
            "model": client.settings.model, "key_source": client.settings.sources.get("api_key"),
-           "usage": vars(client.usage), "capabilities": client.capabilities,
+           "usage": vars(client.usage), "capabilities": client.capabilities.as_dict(),
            "tool_events": [vars(e) for e in result.events], "messages": result.messages,
            "problem": result.problem, **(extra or {})}
     write_atomic(path, json.dumps(redact.obj(doc), indent=1, ensure_ascii=False, default=str))

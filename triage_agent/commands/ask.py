@@ -49,7 +49,7 @@ def ask(path: str | Path, question: str, settings: Settings, *, on_text: Callabl
     rest = hold.flush()
     if rest and on_text:
         on_text(rest)
-    source = model_source(settings, client)
+    source = model_source(client)
     if save:
         source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "ask", result, client,
                                                    {"question": question}))

@@ -46,6 +46,13 @@ class ChatSession:
         digest = hashlib.sha1(str(self.offline.run.root.resolve()).encode()).hexdigest()[:12]
         return self.state / "chats" / f"{self.offline.run.root.name}-{digest}.json"
 
+    def use_model(self, model: str) -> None:
+        """`/model NAME`: later questions go to NAME (settings are immutable: the session and its client get new
+        ones)."""
+        self.settings = self.settings.with_("/model in chat", model=model)
+        if self.client is not None:
+            self.client.settings = self.settings
+
     def reset(self) -> None:
         self.messages = [{"role": "system", "content": prompts.render("system.md")},
                          {"role": "user", "content": loop.first_message(self.offline, "chat", None)},
@@ -127,13 +134,13 @@ def start(path: str | Path, settings: Settings, env: dict[str, str], resume: boo
     """The session and a line saying how it started (model or slash commands only)."""
     offline = offline_report(load_run(path))
     client = make_client(settings, env=env) if settings.configured else None
-    session = ChatSession(offline, settings, client, state_dir(env))
+    session = ChatSession(offline, client.settings if client is not None else settings, client, state_dir(env))
     session.reset()
     resumed = resume and session.resume()
     if client is None:
         status = "no model endpoint configured: slash commands only (/help). Set OPENAI_BASE_URL and TRIAGE_MODEL."
     else:
-        status = f"chatting with {settings.model} at {settings.host}"
+        status = f"chatting with {client.settings.model} at {client.settings.host}"
     if resumed:
         status += f" (resumed {sum(1 for m in session.messages if m['role'] == 'user') - 1} earlier questions)"
     return session, status

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -118,7 +118,7 @@ def _url_fix(p: Probe) -> str:
 def step_model(p: Probe) -> list[Check]:
     st = p.settings
     if st.model is None and p.models:
-        p.settings = replace(st, model=p.models[0], sources=st.sources | {"model": "first model the endpoint lists"})
+        p.settings = st.with_("first model the endpoint lists", model=p.models[0])
         st = p.settings
     if st.model not in p.models and p.models:
         # some servers serve names they do not list (aliases, one loaded model under any name): the chat
@@ -148,12 +148,12 @@ def step_tools(p: Probe) -> list[Check]:
         r = client.chat([{"role": "user", "content": "Call get_run_kind with run='demo'."}], tools=[PROBE_TOOL],
                         max_tokens=PROBE_TOKENS)
     except TriageError as exc:
-        client.capabilities["tools"] = False
+        client.capabilities = client.capabilities.learn(tools=False)
         return [Check("tool calling", None, str(exc), TOOL_FIX)]
     if client.capabilities.get("tools") is False:
         return [Check("tool calling", None, "the server rejected `tools`", TOOL_FIX)]
     if r.tool_calls:
-        client.capabilities["tools"] = True
+        client.capabilities = client.capabilities.learn(tools=True)
         return [Check("tool calling", True, f"the model called {r.tool_calls[0].name}")]
     return [Check("tool calling", None, "tools accepted but the model made no tool call", TOOL_FIX)]
 
@@ -176,7 +176,7 @@ def step_json_schema(p: Probe) -> list[Check]:
         json.loads(r.content)
     except json.JSONDecodeError:
         return [Check("JSON-schema output", None, "accepted, but the reply was not JSON; answers will be repaired")]
-    client.capabilities["json_schema"] = True
+    client.capabilities = client.capabilities.learn(json_schema=True)
     return [Check("JSON-schema output", True, "valid JSON returned")]
 
 
@@ -191,7 +191,7 @@ def step_streaming(p: Probe) -> list[Check]:
         return [Check("streaming", None, str(exc))]
     if client.capabilities.get("streaming") is False:
         return [Check("streaming", None, "streaming rejected; `ask` prints the answer when complete")]
-    client.capabilities["streaming"] = True
+    client.capabilities = client.capabilities.learn(streaming=True)
     return [Check("streaming", True, f"{len(chunks)} chunks received")]
 
 
@@ -209,15 +209,15 @@ def doctor(settings: Settings, env: dict[str, str]) -> DoctorResult:
                             f"{settings.model or '(not set)'} (from {src.get('model', '-')}), key "
                             f"{mask(settings.api_key)} (from {src.get('api_key', '-')})"))
     http = httpx.Client(timeout=httpx.Timeout(settings.timeout, connect=settings.connect_timeout))
-    probe = Probe(replace(settings, sources=dict(settings.sources), capabilities=dict(settings.capabilities)), http)
+    probe = Probe(settings, http)  # Settings are immutable: the caller's stay as they were
     for step in STEPS:
         res.checks += step(probe)
         if probe.stop:
             return res
     assert probe.client is not None
-    res.capabilities = dict(probe.client.capabilities)
+    res.capabilities = probe.client.capabilities.as_dict()
     try:
-        capabilities.save(state_dir(env), probe.settings.base_url, probe.settings.model, res.capabilities)
+        capabilities.save(state_dir(env), probe.settings.base_url, probe.settings.model, probe.client.capabilities)
     except OSError as exc:
         res.checks.append(Check("state dir", None, f"capabilities not remembered: {exc.strerror or exc}",
                                 f"make {state_dir(env)} writable, or set XDG_STATE_HOME"))

@@ -154,7 +154,7 @@ def folder_suite(folder: Path, limit: int | None = None) -> list[tuple[str, Path
 def score_run(name: str, path: Path, planted: list[str], settings: Settings, env: dict[str, str],
               save: bool) -> RunScore:
     base = offline_report(load_run(path))
-    client = make_client(replace(settings, sources=dict(settings.sources)), env)
+    client = make_client(settings, env)  # settings are immutable: each run's client completes its own copy
     started = time.perf_counter()
     result = loop.run_agent(base, client, "report")
     paradigm = base.run.paradigm
@@ -166,7 +166,7 @@ def score_run(name: str, path: Path, planted: list[str], settings: Settings, env
     u = client.usage
     out.requests, out.prompt_tokens, out.completion_tokens = u.requests, u.prompt_tokens, u.completion_tokens
     if save:
-        out.transcript = str(transcript.save(state_dir(env), base.run.root, f"eval-{settings.model}", result, client))
+        out.transcript = str(transcript.save(state_dir(env), base.run.root, f"eval-{client.settings.model}", result, client))
     if result.answer is None:
         out.fallback = True
         return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +26,24 @@ class DryRun:
 
 
 def make_client(settings: Settings, env: dict[str, str] | None = None) -> LLMClient:
+    """A client for these settings; its `settings` are these, completed (the model the endpoint lists first when
+    none was given, what `triage doctor` learnt of the endpoint). The caller's settings are never changed."""
     if env is not None:  # what `triage doctor` learnt about this endpoint; the profile's own list wins
-        settings.capabilities = capabilities.load(state_dir(env), settings.base_url, settings.model) | settings.capabilities
+        learnt = capabilities.load(state_dir(env), settings.base_url, settings.model)
+        settings = replace(settings, capabilities=settings.capabilities.over(learnt))
     client = LLMClient(settings)
     if not settings.model:
         models = client.list_models()
         if not models:
             raise EndpointError("model_not_found",
                                 f"no model given and {settings.base_url} lists none: pass --model or set TRIAGE_MODEL")
-        settings.model = models[0]
-        settings.sources["model"] = "first model the endpoint lists"
+        client.settings = settings.with_("first model the endpoint lists", model=models[0])
     return client
 
 
-def model_source(settings: Settings, client: LLMClient) -> dict[str, Any]:
+def model_source(client: LLMClient) -> dict[str, Any]:
     """The report's `source` for a model session: endpoint host, model, requests and tokens."""
-    u = client.usage
+    u, settings = client.usage, client.settings
     return {"kind": "model", "model": settings.model, "endpoint": settings.host, "requests": u.requests,
             "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
             **({"usage_estimated": True} if u.estimated else {})}
@@ -82,7 +84,7 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
     except EndpointError as exc:
         # the deterministic part is done: the model's failure costs its answer, never the rules' report
         return model_failed(base, settings, client, exc)
-    source = model_source(settings, client)
+    source = model_source(client)
     if save:
         source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "report", result, client))
     if result.error is not None:
@@ -102,7 +104,7 @@ def model_failed(base: Report, settings: Settings, client: LLMClient | None, exc
     """The rules' report of a run whose model part failed (timeout, 5xx, malformed reply, cut stream, refused
     key): `source.kind = "rules"` with the error, and the error kept for the exit code."""
     if source is None:
-        source = model_source(settings, client) if client is not None else {"model": settings.model,
+        source = model_source(client) if client is not None else {"model": settings.model,
                                                                               "endpoint": settings.host}
     base.source = source | {"kind": "rules", "error": {"kind": exc.kind, "message": str(exc)}}
     base.model_error = str(exc)

@@ -23,6 +23,7 @@ from openai import OpenAI
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from triage_agent import safejson
+from triage_agent.llm.capabilities import Capabilities
 from triage_agent.llm.errors import EndpointError
 from triage_agent.llm.settings import Settings, key_hint
 
@@ -146,7 +147,7 @@ OPTIONAL = [
 ]
 
 
-def build_request(model: str | None, max_tokens: int, capabilities: dict[str, bool], messages: list[dict[str, Any]],
+def build_request(model: str | None, max_tokens: int, capabilities: Capabilities, messages: list[dict[str, Any]],
                   tools: list[dict[str, Any]] | None = None, response_format: dict[str, Any] | None = None,
                   stream: bool = False, temperature: float | None = None, seed: int | None = None,
                   tool_choice: str | dict[str, Any] = "auto") -> dict[str, Any]:
@@ -188,10 +189,11 @@ class LLMClient:
     settings: Settings
     sleep: Callable[[float], None] = time.sleep
     usage: Usage = field(default_factory=Usage)
-    capabilities: dict[str, bool] = field(default_factory=dict)
+    # what this client has learnt of the endpoint so far: an immutable value, replaced as facts come in
+    capabilities: Capabilities = field(default_factory=Capabilities)
 
     def __post_init__(self) -> None:
-        self.capabilities = dict(self.settings.capabilities) | self.capabilities
+        self.capabilities = self.capabilities.over(self.settings.capabilities)
         self.deadline_at = time.monotonic() + self.settings.command_deadline
         self.given_up = 0  # requests given up on at their deadline; their late text is dropped
         self.asked_wait = 0.0  # the longest Retry-After a server asked for
@@ -312,12 +314,13 @@ class LLMClient:
         started = time.perf_counter()
         result = self._send_with_fallbacks(body, on_text)
         if "tools" in body:
-            self.capabilities.setdefault("tools", True)
+            if self.capabilities.tools is None:
+                self.capabilities = self.capabilities.learn(tools=True)
             if not result.tool_calls and result.content:
                 names = {t["function"]["name"] for t in body["tools"]}
                 leaked = leaked_tool_calls(result.content, names)
                 if leaked:
-                    self.capabilities["tool_calls_in_content"] = True
+                    self.capabilities = self.capabilities.learn(tool_calls_in_content=True)
                     result.tool_calls, result.content = leaked, ""
         self.usage.record(result, body, time.perf_counter() - started)
         return result
@@ -341,7 +344,7 @@ class LLMClient:
                 continue
             if result.empty_stream and "tools" in body:
                 # a 200 with no events: the server cannot stream while tools are offered; ask again, unstreamed
-                self.capabilities["stream_with_tools"] = False
+                self.capabilities = self.capabilities.learn(stream_with_tools=False)
                 body.pop("stream", None)
                 body.pop("stream_options", None)
                 continue
@@ -354,7 +357,7 @@ class LLMClient:
         cause = err.body.lower()
         if "content" in cause and "valid string" in cause and self.capabilities.get("null_content") is not False:
             # the server wants a string where an assistant tool-call message has `content: null`
-            self.capabilities["null_content"] = False
+            self.capabilities = self.capabilities.learn(null_content=False)
             body["messages"] = _no_null_content(body["messages"])
             return True
         for key, capability, markers in OPTIONAL:
@@ -362,11 +365,11 @@ class LLMClient:
                 if key == "response_format" and body[key].get("type") == "json_schema" and "json_object" in cause:
                     # the server offers plain JSON mode instead of schemas: use that
                     body[key] = {"type": "json_object"}
-                    self.capabilities["json_schema"] = False
-                    self.capabilities["json_object"] = True
+                    self.capabilities = self.capabilities.learn(json_schema=False)
+                    self.capabilities = self.capabilities.learn(json_object=True)
                     return True
                 body.pop(key)
-                self.capabilities[capability] = False
+                self.capabilities = self.capabilities.learn(**{capability: False})
                 if key == "tools":
                     body.pop("tool_choice", None)
                 if key == "stream":
@@ -413,7 +416,7 @@ class LLMClient:
                 raise EndpointError("bad_response", f"{bad}: tool call {i} has no function name")
             args = getattr(fn, "arguments", None)
             if not isinstance(args, str):  # some servers send an object
-                self.capabilities["arguments_as_object"] = True
+                self.capabilities = self.capabilities.learn(arguments_as_object=True)
                 args = json.dumps(args if args is not None else {})
             call_id = tc.get("id") if isinstance(tc, dict) else getattr(tc, "id", None)
             calls.append(ToolCall(call_id if isinstance(call_id, str) and call_id else f"call_{i}", name, args or "{}"))

@@ -10,12 +10,14 @@ import math
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from triage_agent import bounded
 from triage_agent.errors import BadInput
+from triage_agent.llm.capabilities import Capabilities
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,8 +43,11 @@ def mask(key: str | None) -> str:
     return f"{key[:3]}…{key[-2:]}" if len(key) > 8 else "***"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
+    """Where the endpoint is and how to talk to it: an immutable value (a command that learns the model name
+    or the endpoint's capabilities makes a new one with `dataclasses.replace`)."""
+
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     model: str | None = None
@@ -53,11 +58,24 @@ class Settings:
     temperature: float | None = None  # sent when set (triage eval asks for 0 where the endpoint allows it)
     seed: int | None = None  # sent when set ($TRIAGE_SEED; triage eval uses 0): reproducible sampling where supported
     profile: str | None = None
-    sources: dict[str, str] = field(default_factory=dict)
-    capabilities: dict[str, bool] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)  # setting -> where it came from (flag, variable...)
+    capabilities: Capabilities = field(default_factory=Capabilities)
     max_tokens: int = 2048  # per answer; bounds a model that would otherwise write until its context is full
     retry_wait: float = 1.0  # base of the backoff between retries, seconds
     max_attempts: int = 4
+
+    def __post_init__(self) -> None:
+        # read-only views: a Settings never changes after it is made
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        if not isinstance(self.capabilities, Capabilities):  # a profile's table (or a test's dict)
+            object.__setattr__(self, "capabilities", Capabilities.from_mapping(self.capabilities))
+
+    def with_(self, source: str | None = None, **changes: Any) -> Settings:
+        """A copy with `changes`, each recorded as coming from `source` (when given)."""
+        sources = dict(self.sources)
+        if source is not None:
+            sources.update(dict.fromkeys(changes, source))
+        return replace(self, sources=sources, **changes)
 
     @property
     def configured(self) -> bool:
@@ -104,61 +122,56 @@ def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | Non
         if not isinstance(prof, dict):
             raise BadInput(f"{path}: profile '{name}' must be a table")
         _check_profile(prof, name, path)
-    s = Settings(profile=name)
+    kw: dict[str, Any] = {"profile": name}
+    sources: dict[str, str] = {}
 
     def pick(attr: str, flag: str, env_names: tuple[str, ...], prof_key: str) -> None:
         if flag in flags:
-            setattr(s, attr, flags[flag])
-            s.sources[attr] = f"--{flag.replace('_', '-')}"
+            kw[attr], sources[attr] = flags[flag], f"--{flag.replace('_', '-')}"
             return
         for e in env_names:
             if env.get(e):
-                setattr(s, attr, env[e])
-                s.sources[attr] = f"${e}"
+                kw[attr], sources[attr] = env[e], f"${e}"
                 return
         if prof.get(prof_key) is not None:
-            setattr(s, attr, prof[prof_key])
-            s.sources[attr] = f"profile {name} ({path})"
+            kw[attr], sources[attr] = prof[prof_key], f"profile {name} ({path})"
 
     pick("base_url", "base_url", ("TRIAGE_BASE_URL", "OPENAI_BASE_URL"), "base_url")
     pick("model", "model", ("TRIAGE_MODEL",), "model")
     if "api_key_env" in prof and env.get(str(prof["api_key_env"])):
-        s.api_key, s.sources["api_key"] = env[str(prof["api_key_env"])], f"${prof['api_key_env']} (profile {name})"
+        kw["api_key"], sources["api_key"] = env[str(prof["api_key_env"])], f"${prof['api_key_env']} (profile {name})"
     elif "api_key_env" in prof:
-        s.missing_key_env = str(prof["api_key_env"])[:80]
+        kw["missing_key_env"] = str(prof["api_key_env"])[:80]
     for e in ("TRIAGE_API_KEY", "OPENAI_API_KEY"):
         if env.get(e):
-            s.api_key, s.sources["api_key"] = env[e], f"${e}"
+            kw["api_key"], sources["api_key"] = env[e], f"${e}"
             break
-    if s.base_url is None and s.api_key and s.sources.get("api_key", "").startswith("$OPENAI"):
-        s.base_url, s.sources["base_url"] = OPENAI_DEFAULT, "default (OPENAI_API_KEY set)"
+    if kw.get("base_url") is None and kw.get("api_key") and sources.get("api_key", "").startswith("$OPENAI"):
+        kw["base_url"], sources["base_url"] = OPENAI_DEFAULT, "default (OPENAI_API_KEY set)"
     for key, env_name in (("timeout", "TRIAGE_TIMEOUT"), ("connect_timeout", None), ("command_deadline",
                                                                                      "TRIAGE_DEADLINE")):
         if key in flags:  # only --timeout is a flag
-            raw, s.sources[key] = flags[key], f"--{key}"
+            raw, sources[key] = flags[key], f"--{key}"
         elif env_name and env.get(env_name):
-            raw, s.sources[key] = env[env_name], f"${env_name}"
+            raw, sources[key] = env[env_name], f"${env_name}"
         else:
             raw = prof.get(key)
             if raw is not None:
-                s.sources[key] = f"profile {name} ({path})"
+                sources[key] = f"profile {name} ({path})"
         if raw is not None:
-            setattr(s, key, _seconds(raw, "--timeout / TRIAGE_TIMEOUT" if key == "timeout" else key))
+            kw[key] = _seconds(raw, "--timeout / TRIAGE_TIMEOUT" if key == "timeout" else key)
     if "max_tokens" in prof:
         tokens = prof["max_tokens"]
         if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
             raise BadInput(f"profile {name}: max_tokens must be a whole number from 1 to 1,000,000")
-        s.max_tokens = tokens
+        kw["max_tokens"] = tokens
     seed = env.get("TRIAGE_SEED") or prof.get("seed")
     if seed is not None:
         try:
-            s.seed = int(seed)
+            kw["seed"] = int(seed)
         except (TypeError, ValueError):
             raise BadInput(f"TRIAGE_SEED must be a whole number, not {str(seed)[:20]!r}") from None
-    caps = prof.get("capabilities", {})
-    s.capabilities = {str(k): bool(v) for k, v in caps.items()} if isinstance(caps, dict) else {}
-    return s
-
+    return Settings(**kw, sources=sources, capabilities=Capabilities.from_mapping(prof.get("capabilities", {})))
 
 PROFILE_TEXT = ("base_url", "model", "api_key_env")
 PROFILE_NUMBERS = ("timeout", "connect_timeout", "command_deadline", "max_tokens", "seed")

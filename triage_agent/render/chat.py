@@ -78,7 +78,7 @@ def _slash(session: ChatSession, line: str, console: Console) -> bool:
         if not rest.strip():
             console.print(literal(f"model: {session.settings.model}"))
         else:
-            session.settings.model = rest.strip()
+            session.use_model(rest.strip())
             console.print(literal(f"model: {session.settings.model}"))
     else:
         console.print(literal(f"unknown command {cmd}; /help lists them"))
