@@ -81,3 +81,25 @@ def test_compare_says_when_no_run_has_a_config(tmp_path):
     doc = json.loads(out)
     assert doc["config_files"][0] == [] and doc["config_files"][1] == ["grpo_config.yaml"]
     assert doc["config_note"] == "no config file in A: its keys count as missing"
+
+
+def test_a_single_file_given_as_the_run_is_read_as_a_run_of_that_file(tmp_path, monkeypatch):
+    import hashlib
+    import json
+    import shutil
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    log = tmp_path / "pasted" / "train.log"
+    log.parent.mkdir()
+    shutil.copy(OOM / "train.log", log)
+    digest = hashlib.sha256(log.read_bytes()).hexdigest()
+    code, out, _ = cli("inspect", str(log), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["run"]["path"] == str(log)
+    assert [f["path"] for f in doc["run"]["files"]] == ["train.log"]
+    assert "log.crash" in [f["id"] for f in doc["findings"]]
+    # the same findings as the folder holding it (its config aside), and the file untouched
+    folder = {f["id"] for f in json.loads(cli("inspect", str(OOM), "--json")[1])["findings"]}
+    assert {f["id"] for f in doc["findings"]} - {"metrics.not_logged"} <= folder
+    assert hashlib.sha256(log.read_bytes()).hexdigest() == digest and sorted(p.name for p in log.parent.iterdir()) == [
+        "train.log"]

@@ -13,7 +13,7 @@ import pandas as pd
 from triage_agent import safejson
 from triage_agent.errors import BadInput
 from triage_agent.runs import discover as disc
-from triage_agent.runs import paradigm, remote, sweep
+from triage_agent.runs import paradigm, remote, single, sweep
 from triage_agent.runs.configs import load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.base import Columns
@@ -97,6 +97,8 @@ def load_run(path: str | Path, progress: Progress | None = None, now: float | No
         fetched = m.summary()
     else:
         root = Path(path)
+        if root.is_file() and not root.is_symlink():  # one file given as the run: a run of that file
+            root, display = single.as_run_folder(root), display or location
     if split and _is_dir(root):
         parts = sweep.split_runs(root)
         if parts.several:
