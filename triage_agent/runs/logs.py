@@ -54,7 +54,6 @@ MIN_GENERIC_ROWS = 3  # a generic line shape must recur this often to be metrics
 MAX_BARS = 64
 _ORD, _BAR, _AFTER = "__order__", "__bar__", "__after__"  # a dict row's place, stepped in `finish`
 _DICT_METRIC = re.compile(r"""['\"](?:loss|reward|grad_norm|learning_rate|kl|entropy|eval_loss)['\"]\s*:""")
-_ONE_PAIR = re.compile(r"[A-Za-z_][\w/.-]*\s*[:=]\s*[-+]?\d")
 _FATAL = [
     (re.compile(r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: out of memory"), "CUDA OOM"),
     (re.compile(r"NCCL.*(?:[Tt]imeout|timed out)|Watchdog caught collective operation timeout"), "NCCL timeout"),
@@ -72,7 +71,7 @@ _FATAL = [
 ]
 # What a line must hold to be read at all (most of a log is rollout text): the metric line, progress bar,
 # dict line, traceback and fatal-line markers of every reader above. Each _FATAL pattern holds one of them.
-MARKERS: tuple[bytes, ...] = (
+STRUCTURAL: tuple[bytes, ...] = (
     b"step:", b"Total training steps", b"%|", b"{'", b'{"', b"Traceback (most recent call last)",
     b"out of memory", b"OutOfMemoryError", b"NCCL", b"Watchdog caught", b"Segmentation fault", b"core dumped",
     b"SIGSEGV", b"Killed", b"signal SIG", b"Received SIG", b"loss is", b"loss:", b"loss=", b"Loss is", b"Loss:",
@@ -84,10 +83,18 @@ MARKERS: tuple[bytes, ...] = (
     b"Training complete", b"raining finished", b"raining is", b"training complete", b"exits successfully",
     b"tuning complete", b"tuning finished", b"total steps", b"Total steps",
     b"Final validation metrics", b"train metrics", b"optimization steps", b"logging_steps",
-    # the generic reader's metric names and the step headers of block loggers (NeMo-RL)
-    b"loss", b"Loss", b"reward", b"Reward", b"REWARD", b"entropy", b"Entropy", b"kl", b"KL", b"grad_norm",
-    b"= Step ")
-_INTERESTING = re.compile(b"|".join(re.escape(m) for m in MARKERS))
+    b"= Step ")  # the step header of block loggers (NeMo-RL)
+# the generic reader's metric names: a line holding only these is read only when it also holds two number pairs
+# (a cheap bytes count), so rollout text that mentions a reward stays as cheap as any other line
+METRIC_MARKERS: tuple[bytes, ...] = (b"loss", b"Loss", b"reward", b"Reward", b"REWARD", b"entropy", b"Entropy",
+                                     b"kl", b"KL", b"grad_norm")
+MARKERS = STRUCTURAL + METRIC_MARKERS
+_INTERESTING = re.compile(b"|".join(re.escape(m) for m in STRUCTURAL))
+_METRIC_MARK = re.compile(b"|".join(re.escape(m) for m in METRIC_MARKERS))
+_NUM_PAIR = re.compile(rb"(?<!pid)(?<!ip)[:=][ \t]*'?[-+]?\.?\d")  # Ray's `(Worker pid=5, ip=...)` is no pair
+_SPACED_NUM = re.compile(rb"\s[-+]?\.?\d")
+# one pair whose key is itself a metric name (`reward: 0.5`): a metric line the generic reader cannot step alone
+_SINGLE = re.compile(rb"(?<![a-z])(?i:loss|reward|kl|entropy|grad_norm|acc\w*|score)\w*['\"]?\s*[:=]\s*'?[-+]?\.?\d")
 _EXC_SKIP = ("During handling", "The above exception", "Traceback")
 # crash kinds (spec: trainer-findings.md, log.crash), tried in order on "exception: message"
 KINDS: list[tuple[str, re.Pattern[str]]] = [
@@ -336,6 +343,8 @@ class Scanner:
         detecting = lineno <= DETECT_LINES and (scan.evidence is None or scan.trainer is None)
         interesting = detecting or self.linewise or _INTERESTING.search(raw) is not None
         if not interesting:
+            if _METRIC_MARK.search(raw) is not None:
+                self.metric_words(raw, lineno)
             return
         decoded = raw.decode("utf-8", errors="replace").rstrip("\r\n")
         text = clean(decoded)
@@ -389,10 +398,19 @@ class Scanner:
         if not consumed and self.block is None:
             self.generic_line(text, lineno)
 
+    def metric_words(self, raw: bytes, lineno: int) -> None:
+        """A line whose only markers are metric names: parsed only when its bytes hold the shape of a metric line."""
+        pairs = len(_NUM_PAIR.findall(raw))
+        if pairs >= 2 or b"tensor(" in raw or (b"|" in raw and len(_SPACED_NUM.findall(raw)) >= 2):
+            if len(raw) <= MAX_LINE:
+                self.generic_line(clean(raw.decode("utf-8", errors="replace").rstrip("\r\n")), lineno)
+        elif pairs == 1 and not self.scan.metric_steps and len(self.singles) < 1000 and _SINGLE.search(raw):
+            self.singles.append((lineno, raw.decode("utf-8", errors="replace").strip()[:200]))
+
     def generic_line(self, text: str, lineno: int) -> None:
         got = metricline.parse_line(text)
         if got is None:
-            if len(self.singles) < 1000 and metricline.METRIC_WORDS.search(text) and _ONE_PAIR.search(text):
+            if len(self.singles) < 1000 and _SINGLE.search(text.encode("utf-8", "replace")):
                 self.singles.append((lineno, text))
             return
         row, step, planned = got

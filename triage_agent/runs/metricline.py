@@ -21,7 +21,7 @@ _WRAPPED = r"(?:np\.\w+|numpy\.\w+|tensor|torch\.tensor)\((?:[^()]|\([^()]*\))*\
 _VALUE = rf"(?:{_WRAPPED}|\[[-+\d.eE,\s]+\]|{_NUM}|nan|NaN|-?inf)"
 _KEY = r"[A-Za-z_][\w/.@-]*(?:[ ][A-Za-z_][\w/.@-]*){0,3}"
 # `key: v`, `key=v`, `'key': v` anywhere in a line
-_SEP_PAIR = re.compile(rf"(?<![\w/.])['\"]?(?P<k>{_KEY})['\"]?\s*[:=]\s*(?P<v>{_VALUE})(?=[\s,|;)\]}}]|$)")
+_SEP_PAIR = re.compile(rf"(?<![\w/.])['\"]?(?P<k>[A-Za-z_][\w/.@-]*)['\"]?\s*[:=]\s*(?P<v>{_VALUE})(?=[\s,|;)\]}}]|$)")
 # `key v` filling a segment between `|` or `,`
 _SPACE_PAIR = re.compile(rf"^\s*(?P<k>{_KEY}?)\s+(?P<v>{_VALUE})(?:\s*\[[^\]]*\])?\s*$")
 _FRACTION = re.compile(r"[\[(]\s*(\d+)\s*/\s*(\d+)\s*[\])]|\b[Ss]tep\s*:?\s*(\d+)\s*/\s*(\d+)")
