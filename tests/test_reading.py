@@ -105,6 +105,20 @@ def test_a_dict_glued_to_a_bar_redraw_is_its_own_row(make_run):
     assert scan.metric_rows[-1]["reward"] == 1.0
 
 
+def test_openrlhf_episodes_count_on(make_run):
+    # OpenRLHF's `Episode [e/E]` bar restarts every episode; its postfix carries the step's status
+    text = "openrlhf.cli.train_ppo_ray: starting\n"
+    for e in (1, 2):
+        for s in range(1, 11):
+            text += (f"\rEpisode [{e}/2]: {s * 10}%|█| {s}/10 [00:0{s}<00:10, 1.00s/it, act_loss=0.1, "
+                     f"reward={e + s / 100:.2f}, kl=0.01]")
+        text += "\n"
+    scan = scan_log(write_text(make_run({}), "train.log", text), "train.log")
+    assert [r["step"] for r in scan.metric_rows] == list(range(1, 21))
+    assert scan.metric_rows[10]["reward"] == pytest.approx(2.01)
+    assert scan.planned_steps == 20
+
+
 def test_string_valued_metrics_are_numbers(make_run):
     text = "\n".join(bar(i * 10, 930).lstrip("\r") + "\n" + trl_row(i, quoted=True) for i in range(1, 21)) + "\n"
     run = load_run(make_run({"train.log": text}))
@@ -392,3 +406,21 @@ def test_corpus_runs_are_read_and_their_life_cycle_is_the_label_s(name):
     if label.get("lifecycle") == "finished":
         assert rep.run.lifecycle in ("finished", "unknown"), rep.run.lifecycle_evidence
         assert "run.stopped_early" not in finding_ids(rep)
+
+
+def test_watch_sees_a_llamafactory_run_finish(make_run):
+    from triage_agent.runs.follow import Follower
+
+    def line(s: int) -> str:
+        return json.dumps({"current_steps": s, "total_steps": 30, "loss": 1.0 - s / 100, "lr": 1e-5,
+                           "epoch": s / 30, "percentage": round(100 * s / 30, 2), "elapsed_time": "0:00:10"}) + "\n"
+
+    root = make_run({"trainer_log.jsonl": "".join(line(s) for s in range(1, 21))})
+    follower = Follower()
+    first = load_run(root, reader=follower)
+    assert resolve(first).run.lifecycle != "finished"
+    with (root / "trainer_log.jsonl").open("a") as fh:
+        fh.write("".join(line(s) for s in range(21, 31)))
+    second = resolve(load_run(root, reader=follower)).run
+    assert second.lifecycle == "finished" and "total_steps (30)" in (second.lifecycle_evidence or "")
+    assert second.metrics.frame["step"].tolist() == list(range(1, 31))

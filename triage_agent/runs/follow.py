@@ -154,7 +154,8 @@ class Follower(Reader):
                                        eval_rows=old.eval_rows + got.eval_rows, samples=old.samples + got.samples,
                                        planned_steps=max(filter(None, (old.planned_steps, got.planned_steps)),
                                                          default=None),
-                                       config=got.config or old.config, trainer=old.trainer or got.trainer)
+                                       config=got.config or old.config, trainer=old.trainer or got.trainer,
+                                       finished=got.finished or old.finished)
                 state.lines += chunk.count(b"\n")
                 state.offset = end
         return state.got

@@ -35,6 +35,7 @@ _METRIC_START = re.compile(r"(?:^|\s)step:(\d+)\s+-\s+")
 _EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\((?P<inner>[A-Za-z_][\w.]*)\))?)(?::\s?(?P<msg>.*))?$")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 _PROGRESS = re.compile(r"(?P<desc>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<cur>\d+)/(?P<tot>\d+)\s*\[(?P<rest>[^\]]*)\]?")
+_EPISODE = re.compile(r"Episode \[(\d+)/(\d+)\]")
 _TRAIN_BAR = re.compile(r"train|epoch|step|iter|episode", re.I)
 _OTHER_BAR = re.compile(r"load|shard|token|map|download|generat|process|render|eval|valid|sampl|batch|filter|compil",
                         re.I)
@@ -480,6 +481,10 @@ class Scanner:
             if pm and (_TRAIN_BAR.search(pm.group("desc")) or not pm.group("desc").strip()) and not \
                     _OTHER_BAR.search(pm.group("desc")):
                 cur, tot = int(pm.group("cur")), int(pm.group("tot"))
+                ep = _EPISODE.search(pm.group("desc"))
+                if ep and tot:  # OpenRLHF's bar restarts each episode: the step counts on across episodes
+                    done = (int(ep.group(1)) - 1) * tot
+                    cur, tot = done + cur, int(ep.group(2)) * tot
                 rest = seg[pm.end():]
                 self.progress_bar(cur, tot, pm.group("rest") or "", lineno)
                 if "{" in rest:  # stdout's dict glued to stderr's bar redraw on one line (`2>&1`): its own row
