@@ -95,7 +95,7 @@ _METRIC_MARK = re.compile(b"|".join(re.escape(m) for m in METRIC_MARKERS))
 _NUM_PAIR = re.compile(rb"(?<!pid)(?<!ip)[:=][ \t]*'?[-+]?\.?\d")  # Ray's `(Worker pid=5, ip=...)` is no pair
 _SPACED_NUM = re.compile(rb"\s[-+]?\.?\d")
 # one pair whose key is itself a metric name (`reward: 0.5`): a metric line the generic reader cannot step alone
-_SINGLE = re.compile(rb"(?<![a-z])(?i:loss|reward|kl|entropy|grad_norm|acc\w*|score)\w*['\"]?\s*[:=]\s*'?[-+]?\.?\d")
+_SINGLE = re.compile(rb"(?<![a-z])((?i:loss|reward|kl|entropy|grad_norm|acc\w*|score)\w*)['\"]?\s*[:=]\s*'?[-+]?\.?\d")
 _EXC_SKIP = ("During handling", "The above exception", "Traceback")
 # crash kinds (spec: trainer-findings.md, log.crash), tried in order on "exception: message"
 KINDS: list[tuple[str, re.Pattern[str]]] = [
@@ -265,7 +265,9 @@ class Scanner:
         self.generic: list[tuple[dict[str, Any], int | None, int]] = []  # (row, step from the line, line)
         self.generic_seen = 0
         self.generic_example = ""
-        self.singles: list[tuple[int, str]] = []  # metric-looking lines with one pair: unread if they recur
+        # metric-looking lines with one pair (line, text, key): unread when one key recurs (a per-step line), not
+        # when each key comes once (a config dump's `'kl_coef': 0.001,`)
+        self.singles: list[tuple[int, str, str]] = []
 
     # -- progress ---------------------------------------------------------------------------------
     def progressed(self) -> None:
@@ -405,14 +407,17 @@ class Scanner:
         if pairs >= 2 or b"tensor(" in raw or (b"|" in raw and len(_SPACED_NUM.findall(raw)) >= 2):
             if len(raw) <= MAX_LINE:
                 self.generic_line(clean(raw.decode("utf-8", errors="replace").rstrip("\r\n")), lineno)
-        elif pairs == 1 and not self.scan.metric_steps and len(self.singles) < 1000 and _SINGLE.search(raw):
-            self.singles.append((lineno, raw.decode("utf-8", errors="replace").strip()[:200]))
+        elif pairs == 1 and not self.scan.metric_steps and len(self.singles) < 1000:
+            m = _SINGLE.search(raw)
+            if m:
+                self.singles.append((lineno, raw.decode("utf-8", errors="replace").strip()[:200], m.group(1).decode()))
 
     def generic_line(self, text: str, lineno: int) -> None:
         got = metricline.parse_line(text)
         if got is None:
-            if len(self.singles) < 1000 and _SINGLE.search(text.encode("utf-8", "replace")):
-                self.singles.append((lineno, text))
+            m = _SINGLE.search(text.encode("utf-8", "replace")) if len(self.singles) < 1000 else None
+            if m:
+                self.singles.append((lineno, text, m.group(1).decode()))
             return
         row, step, planned = got
         self.generic_seen += 1
@@ -553,8 +558,13 @@ class Scanner:
                 scan.finished, scan.finished_line = f"the training bar at {train.total}/{train.total}", train.line
         self._step_dicts()
         self._generic_rows()
-        if not scan.metric_steps and len(self.singles) >= MIN_GENERIC_ROWS:
-            for lineno, text in self.singles:
+        keys: dict[str, int] = {}
+        for _line, _text, key in self.singles:
+            keys[key] = keys.get(key, 0) + 1
+        if not scan.metric_steps:
+            for lineno, text, key in self.singles:
+                if keys[key] < MIN_GENERIC_ROWS:
+                    continue
                 scan.not_understood(lineno, text)
         return scan
 
