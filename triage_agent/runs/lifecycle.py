@@ -42,7 +42,7 @@ def last_step(run: Run) -> tuple[int, str] | None:
     for s in run.logs:
         if s.last_step is not None:
             cands.append((s.last_step, s.path))
-        if s.progress_current:
+        if s.progress_current is not None:
             cands.append((s.progress_current, s.path))
     return max(cands) if cands else None
 
@@ -69,7 +69,7 @@ def decide(run: Run, stopped_share: float, stale_minutes: float) -> tuple[str, s
     st = steps(run)
     age = age_minutes(run)
     young = age is not None and age < stale_minutes
-    if st.planned is not None and st.last is not None and st.last[0] > 0:
+    if st.planned is not None and st.last is not None:  # step 0 of a plan too: a run that never made a step
         last, plan = st.last[0], st.planned[0]
         if last >= plan:
             return "finished", f"{st.last[1]}: step {last} reached the planned {plan} ({st.planned[1]})"
