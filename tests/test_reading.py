@@ -424,3 +424,38 @@ def test_watch_sees_a_llamafactory_run_finish(make_run):
     second = resolve(load_run(root, reader=follower)).run
     assert second.lifecycle == "finished" and "total_steps (30)" in (second.lifecycle_evidence or "")
     assert second.metrics.frame["step"].tolist() == list(range(1, 31))
+
+
+def test_rows_folded_onto_one_step_are_data_unread(make_run):
+    # a loop that logs its epoch counter as the step: 20 rows, one distinct step; the counts disagree
+    rows = "\n".join(json.dumps({"step": 0, "reward": 0.1 * i, "loss": 0.5}) for i in range(20))
+    rep = inspect(make_run({"metrics.jsonl": rows + "\n"}), now=time.time() + YEAR)
+    f = next(f for f in rep.findings if f.id == "data.unread")
+    assert f.severity == "medium" and "20 metric rows fell on only 1 distinct steps" in f.title
+
+
+def test_selector_generator_round_folders_are_one_run(tmp_path):
+    # the selector/generator family with round folders `round_N/<role>/`, configs/ and data/: one run
+    src = SAMPLES / "healthy"
+    root = tmp_path / "barrag"
+    for n in (1, 2, 3):
+        for role in ("selector", "generator"):
+            for f in (src / f"{role}_round{n}").iterdir():
+                (root / f"round_{n}" / role).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, root / f"round_{n}" / role / f.name)
+    shutil.copytree(src / "configs", root / "configs")
+    shutil.copytree(src / "data", root / "data")
+    assert [r.name for r in split_runs(root).runs] == ["."]
+    run = load_run(root)
+    assert sorted((r.role, r.index) for r in run.rounds) == [(role, n) for role in ("generator", "selector")
+                                                             for n in (1, 2, 3)]
+
+
+def test_a_folder_with_nothing_a_run_writes_stays_exit_2(make_run):
+    from triage_agent.runs.load import NothingRecognisable
+
+    root = make_run({"notes.txt": "We should try a lower learning rate next time.\n", "README.md": "# my project\n"})
+    (root / ".gitignore").write_text("*.pt\n")
+    (root / "model.safetensors").write_bytes(b"\x00" * 16)
+    with pytest.raises(NothingRecognisable):
+        load_run(root)
