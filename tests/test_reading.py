@@ -119,6 +119,15 @@ def test_openrlhf_episodes_count_on(make_run):
     assert scan.planned_steps == 20
 
 
+def test_without_bars_rows_are_stepped_by_their_epoch(make_run):
+    # disable_tqdm: no bar at all; the banner gives 300 steps over 3 epochs and each dict its (2-decimal) epoch
+    lines = ["***** Running training *****", "  Num Epochs = 3", "  Total optimization steps = 300"]
+    lines += [str({"loss": 0.5, "reward": 0.1, "epoch": round(s / 100, 2)}) for s in range(10, 301, 10)]
+    scan = scan_log(write_text(make_run({}), "train.log", "\n".join(lines) + "\n"), "train.log")
+    # with 100 steps per epoch a 2-decimal epoch is exact: epoch x 100 gives back each row's step
+    assert [r["step"] for r in scan.metric_rows] == list(range(10, 301, 10))
+
+
 def test_string_valued_metrics_are_numbers(make_run):
     text = "\n".join(bar(i * 10, 930).lstrip("\r") + "\n" + trl_row(i, quoted=True) for i in range(1, 21)) + "\n"
     run = load_run(make_run({"train.log": text}))

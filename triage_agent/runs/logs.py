@@ -45,6 +45,7 @@ _DICT_PAIR = re.compile(r"""['"](?P<k>[^'"]{1,120})['"]\s*:\s*(?P<v>'[^']*'|"[^"
 _TOTAL_STEPS = re.compile(r"Total training steps:\s*(\d+)|Total optimization steps\s*=\s*([\d,]+)")
 # a custom loop's own plan: "233 total steps", "total steps: 233"
 _PLANNED = re.compile(r"\b(\d[\d,]*) total (?:training )?steps\b|\b[Tt]otal (?:training )?steps\s*[:=]\s*(\d[\d,]*)")
+_NUM_EPOCHS = re.compile(r"Num Epochs\s*=\s*(\d+)")
 _LOGGING_STEPS = re.compile(r"""logging_steps['"]?\s*[=:]\s*(\d+)""")
 # the trainer's or launcher's own words that training ended well (transformers, verl, DeepSpeed's launcher)
 _COMPLETED = re.compile(r"Training completed|(?:[Tt]raining|[Ff]ine-tuning) (?:is )?(?:completed?|finished)\b|"
@@ -83,7 +84,7 @@ STRUCTURAL: tuple[bytes, ...] = (
     # the run's end, the training bar's total, transformers' logging interval
     b"Training complete", b"raining finished", b"raining is", b"training complete", b"exits successfully",
     b"tuning complete", b"tuning finished", b"total steps", b"Total steps",
-    b"Final validation metrics", b"train metrics", b"optimization steps", b"logging_steps",
+    b"Final validation metrics", b"train metrics", b"optimization steps", b"logging_steps", b"Num Epochs",
     b"= Step ")  # the step header of block loggers (NeMo-RL)
 # the generic reader's metric names: a line holding only these is read only when it also holds two number pairs
 # (a cheap bytes count), so rollout text that mentions a reward stays as cheap as any other line
@@ -258,6 +259,7 @@ class Scanner:
         self.bars: dict[int, _Bar] = {}
         self.train_total: int | None = None  # the trainer's own banner ("Total optimization steps = N")
         self.logging_steps: int | None = None
+        self.num_epochs: int | None = None  # transformers' banner ("Num Epochs = 3")
         self.dict_rows = 0  # transformers dict rows read (each one logged row, stepped in `finish`)
         self.postfix: tuple[int, dict[str, float]] | None = None  # OpenRLHF: the last postfix of the current step
         self.block: metricline.Block | None = None  # the NeMo-RL step block being read
@@ -389,6 +391,10 @@ class Scanner:
             m = _PLANNED.search(text)
             if m:
                 scan.planned_steps = int((m.group(1) or m.group(2)).replace(",", ""))
+        if b"Num Epochs" in raw:
+            m = _NUM_EPOCHS.search(text)
+            if m and int(m.group(1)) > 0:
+                self.num_epochs = int(m.group(1))
         if b"logging_steps" in raw:
             m = _LOGGING_STEPS.search(text)
             if m and int(m.group(1)) > 0:
@@ -579,17 +585,25 @@ class Scanner:
         distinct = all(isinstance(b, int) for b in bars) and all(
             b2 > b1 for b1, b2 in zip(bars, bars[1:]))  # type: ignore[operator]
         stride = self.logging_steps
+        per_epoch = None  # no bar and no logging_steps: the banner's steps per epoch times each row's epoch
         if stride is None and not distinct:
             fits = [int(r[_BAR]) // int(r[_ORD]) for r in rows if r.get(_BAR)]
             stride = max(1, min(fits)) if fits and len(fits) == len(rows) else 1
+            if not fits and self.train_total and self.num_epochs and all(
+                    isinstance(r.get("epoch"), float) for r in rows):
+                per_epoch = self.train_total / self.num_epochs
         steps: dict[int, int] = {}
+        last = 0
         fixed = []
         for r in scan.metric_rows:
             if _ORD not in r:
                 fixed.append(r)
                 continue
             out = {k: v for k, v in r.items() if k not in (_ORD, _BAR)}
-            out["step"] = int(r[_BAR]) if distinct and stride is None else int(r[_ORD]) * (stride or 1)
+            if per_epoch is not None:  # rounded epochs (2 decimals) stay in order: never a step twice
+                out["step"] = last = max(last + 1, round(float(r["epoch"]) * per_epoch))
+            else:
+                out["step"] = int(r[_BAR]) if distinct and stride is None else int(r[_ORD]) * (stride or 1)
             steps[int(r[_ORD])] = out["step"]
             fixed.append(out)
         scan.metric_rows = fixed
