@@ -468,3 +468,23 @@ def test_a_folder_with_nothing_a_run_writes_stays_exit_2(make_run):
     (root / "model.safetensors").write_bytes(b"\x00" * 16)
     with pytest.raises(NothingRecognisable):
         load_run(root)
+
+
+@pytest.mark.parametrize("kind", ["burst", "nemo", "loop"])
+def test_the_block_scanner_reads_what_the_line_reader_reads(make_run, kind):
+    # past the 5,000 head lines read one by one, lines are found by their markers: the result must not change
+    from triage_agent.runs.logs import scan_log_lines
+
+    if kind == "burst":
+        text = burst_log(rows=600, every=10, total=6000, burst=40)
+    elif kind == "nemo":
+        text = "".join(NEMO_STEP.format(n=n, t=500, loss=0.05, reward=0.001 * n, length=400.0)
+                       for n in range(1, 501))
+    else:
+        text = "".join(f"  → GET /api/info {n}\n    REWARD  : +{n % 7}.00  |  findings so far: 0\n"
+                       f"  Epoch {n} | loss={0.01 * (n % 5):.4f} | reward= {n / 1000:.3f} [0.1 … 0.9]\n"
+                       for n in range(1, 3001))
+    path = write_text(make_run({}), "train.log", text)
+    fast, slow = scan_log(path, "train.log"), scan_log_lines(path, "train.log")
+    assert fast.metric_rows == slow.metric_rows and len(fast.metric_rows) >= 500
+    assert (fast.unread, fast.finished, fast.planned_steps) == (slow.unread, slow.finished, slow.planned_steps)
