@@ -88,11 +88,16 @@ STRUCTURAL: tuple[bytes, ...] = (
     b"= Step ")  # the step header of block loggers (NeMo-RL)
 # the generic reader's metric names: a line holding only these is read only when it also holds two number pairs
 # (a cheap bytes count), so rollout text that mentions a reward stays as cheap as any other line
-METRIC_MARKERS: tuple[bytes, ...] = (b"loss", b"Loss", b"reward", b"Reward", b"REWARD", b"entropy", b"Entropy",
-                                     b"kl", b"KL", b"grad_norm")
+# Each name is a marker only with what follows a key (a separator, a suffix, a number), so prose that mentions a
+# reward ("the reward should be high") is never even cut out of its block.
+_METRIC_NAMES = (b"loss", b"Loss", b"reward", b"Reward", b"REWARD", b"entropy", b"Entropy", b"kl", b"KL", b"grad_norm")
+_KEY_ENDS = (b"=", b":", b"_", b"/", b"s:", b"s=", b"'", b'"', b"  ", b" =", b" :",
+             *(b" " + bytes([c]) for c in b"0123456789-+."))
+METRIC_MARKERS: tuple[bytes, ...] = tuple(n + e for n in _METRIC_NAMES for e in _KEY_ENDS)
 MARKERS = STRUCTURAL + METRIC_MARKERS
 _INTERESTING = re.compile(b"|".join(re.escape(m) for m in STRUCTURAL))
-_METRIC_MARK = re.compile(b"|".join(re.escape(m) for m in METRIC_MARKERS))
+# METRIC_MARKERS as one small pattern (a name, then what follows a key): an alternation of every marker is slow in `re`
+_METRIC_MARK = re.compile(b"(?:" + b"|".join(_METRIC_NAMES) + rb""")(?:[=:_/'"]|s[:=]|  | [=:0-9+.-])""")
 _NUM_PAIR = re.compile(rb"(?<!pid)(?<!ip)[:=][ \t]*'?[-+]?\.?\d")  # Ray's `(Worker pid=5, ip=...)` is no pair
 _SPACED_NUM = re.compile(rb"\s[-+]?\.?\d")
 # one pair whose key is itself a metric name (`reward: 0.5`): a metric line the generic reader cannot step alone
@@ -404,8 +409,8 @@ class Scanner:
         consumed = False
         for seg in text.split("\r"):
             consumed = self.segment(seg, lineno) or consumed
-        if not consumed and self.block is None:
-            self.generic_line(text, lineno)
+        if not consumed and self.block is None and _METRIC_MARK.search(raw) is not None:
+            self.metric_words(raw, lineno)  # the same cheap gate as past the head
 
     def metric_words(self, raw: bytes, lineno: int) -> None:
         """A line whose only markers are metric names: parsed only when its bytes hold the shape of a metric line."""
