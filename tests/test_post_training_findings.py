@@ -312,6 +312,16 @@ def test_a_title_s_largest_is_the_series_max(make_run):
     assert "largest gradient norm 14.4 at step 30" in f.title and rep.facts.summary("grad_norm").max == 14.4
 
 
+def test_a_collapse_title_s_numbers_are_the_table_s(make_run):
+    # up 0 -> 1 over 20 steps, down to 0.2 over 12, 0.2 for 8: the raw maximum is 1.0 at step 20
+    reward = list(np.linspace(0.0, 1.0, 20)) + list(np.linspace(1.0, 0.2, 12)) + [0.2] * 8
+    rep = inspect(make_run({"trainer_state.json": state(rows_of({"reward": reward}))}))
+    f = finding(rep, "reward.collapsed")
+    summary = rep.facts.summary("reward")
+    assert (summary.max, summary.max_step) == (1.0, 20)
+    assert f.title.startswith("The reward rose to 1 (step 20;") and f.evidence["max"] == 1.0
+
+
 # -- aliases learned from real runs ---------------------------------------------------------------------------
 def test_verl_entropy_loss_and_optimised_reward_against_the_score(make_run):
     n = 30

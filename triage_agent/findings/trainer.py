@@ -184,7 +184,8 @@ def kl_explosion(facts: Facts, rules: Rules) -> Finding | None:
     sev: Severity = "high" if ge(peak, rules["kl_high"]) else "medium"
     start = trends.first_step(s.steps, roll >= bar)
     return Finding("policy.kl_explosion", sev,
-                   f"KL rose to {peak:.3g} ({_means(against, 'mean')} {base:.3g}) from step {start}",
+                   f"KL's {int(rules['kl_window'])}-step mean rose to {peak:.3g} ({_means(against, 'mean')} {base:.3g}) "
+                   f"from step {start}",
                    _ev(facts, s, max_rolling_mean=rnd(peak, 4), window=int(rules["kl_window"]), judged_against=against,
                        start_mean=rnd(base, 4), start_step=start))
 

@@ -85,6 +85,10 @@ WHY_UNLOGGED = {
     "length": "no completion-length metric (TRL completions/mean_length, verl response_length/mean)",
     "clipped_share": "TRL logs completions/clipped_ratio from v0.17; verl logs response_length/clip_ratio",
     "zero_std_share": "TRL logs frac_reward_zero_std from v0.19; verl and OpenRLHF do not log it",
+    "loss": "no training loss under any known name (add one with [columns] loss = \"...\" in triage.toml)",
+    "pref_accuracy": "no rewards/accuracies: TRL DPOTrainer, LLaMA-Factory and ms-swift log it for DPO-style losses; "
+                     "KTO and ORPO runs log other pair statistics",
+    "pref_margin": "no rewards/margins: TRL DPOTrainer, LLaMA-Factory and ms-swift log it for DPO-style losses",
 }
 
 
