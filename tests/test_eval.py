@@ -115,7 +115,7 @@ def test_table_and_html(suite, tmp_path, monkeypatch):
     assert not (tmp_path / "state" / "triage" / "transcripts").exists()  # --no-save
 
 
-def test_builtin_suite_covers_both_seed_families_and_the_trainers(tmp_path):
+def test_builtin_suite_covers_every_paradigm_with_a_planted_fault(tmp_path):
     runs = builtin_suite(tmp_path)
     names = [n for n, _, _ in runs]
     assert len(runs) >= 12 and sum(1 for _, _, ids in runs if not ids) >= 2
@@ -124,6 +124,15 @@ def test_builtin_suite_covers_both_seed_families_and_the_trainers(tmp_path):
 
     for name, path, ids in runs:  # the suite's answer key is what the rules find on it
         assert {f.id for f in inspect(path).findings if f.at_least("medium")} == set(ids), name
+    # every paradigm with sample runs is in it, each with a planted fault
+    from triage_agent.runs.load import load_run
+
+    planted_by_paradigm: dict[str, int] = {}
+    for _, path, ids in runs:
+        p = load_run(path).paradigm
+        planted_by_paradigm[p] = planted_by_paradigm.get(p, 0) + len(ids)
+    assert {"policy_gradient", "preference", "sft", "selector_generator", "solver_calibration"} <= set(planted_by_paradigm)
+    assert all(n > 0 for n in planted_by_paradigm.values())
 
 
 def test_scores_per_paradigm_with_hand_figures():

@@ -84,9 +84,15 @@ def test_calibration_run_first_message_has_its_high_score_failures():
     assert got["high_score"]["fail_share"] == round((~high["gold_pass"].astype(bool)).mean(), 4)
 
 
-def test_life_cycle_comes_from_the_findings():
-    assert "- life cycle: crashed (log.crash)" in first(SAMPLES / "trl_oom_crash")
-    assert "- life cycle: no crash, stall or early stop found" in first(SAMPLES / "trl_healthy")
+def test_paradigm_and_life_cycle_as_the_labels_and_the_files_say():
+    # the real run's label was written from its own numbers, before triage read it
+    label = json.loads((REPO / "tests" / "real_runs" / "labels" / f"{DPO.name}.json").read_text())
+    msg = first(DPO)
+    assert f"- paradigm: {label['paradigm']} (from " in msg and f"- life cycle: {label['lifecycle']} (" in msg
+    # the sample's log ends in a CUDA out-of-memory traceback; the healthy one reaches its planned 200 steps
+    crash = re.search(r"- life cycle: (.*)", first(SAMPLES / "trl_oom_crash")).group(1)
+    assert crash.startswith("crashed (train.log:") and "OutOfMemoryError" in crash
+    assert "- life cycle: finished (" in first(SAMPLES / "trl_healthy")
 
 
 def test_the_system_prompt_covers_every_paradigm():

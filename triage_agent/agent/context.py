@@ -12,24 +12,11 @@ from typing import Any
 from triage_agent.agent import tools
 from triage_agent.analysis.stats import rnd
 from triage_agent.findings.engine import REGISTRY
-from triage_agent.findings.model import Finding
 from triage_agent.report import Report
 
-# Findings that say where the run is in its life; the first one present decides, most final first.
-LIFE_CYCLE = (("log.crash", "crashed"), ("log.no_progress", "never completed a training step"),
-              ("run.stalled", "stalled"), ("run.stopped_early", "stopped early"), ("run.in_progress", "in progress"))
 # Series every trainer summary carries when logged, beside those the raised findings read.
 CORE_SERIES = ("reward", "loss", "entropy", "kl", "grad_norm", "length")
 MAX_SERIES = 10  # series rows in the first message; trainer_metrics has the rest
-
-
-def life_cycle(findings: list[Finding]) -> str:
-    """The run's state as its findings show it, with the finding that decided."""
-    ids = {f.id for f in findings}
-    for fid, state in LIFE_CYCLE:
-        if fid in ids:
-            return f"{state} ({fid})"
-    return "no crash, stall or early stop found"
 
 
 def header(offline: Report) -> str:
@@ -38,7 +25,7 @@ def header(offline: Report) -> str:
     evidence = f" (from {'; '.join(run.paradigm_evidence[:4])})" if run.paradigm_evidence else ""
     lines = [f"- kind: {run.kind}" + (f", trainer: {run.trainer}" if run.trainer else ""),
              f"- paradigm: {run.paradigm}{evidence}",
-             f"- life cycle: {life_cycle(offline.findings)}"]
+             f"- life cycle: {run.lifecycle}" + (f" ({run.lifecycle_evidence})" if run.lifecycle_evidence else "")]
     if run.metrics is not None:
         steps = run.metrics.frame["step"] if "step" in run.metrics.frame.columns else None
         last = int(steps.max()) if steps is not None and len(steps) else None
