@@ -382,3 +382,38 @@ def test_s3_odd_keys_credentials_in_the_url_a_broken_cache_and_watch_re_listing(
     events = []
     watch("s3://bucket/run", lambda ev: events.append(ev.id) and False, interval=0.01, passes=2, on_pass=after_pass)
     assert "log.crash" in events, events
+
+
+def test_a_store_that_fails_while_setting_up_is_one_line_and_prints_nothing_else(tmp_path):
+    """Before: gcsfs printed six lines of library output, then its set-up error was an internal error (70).
+    Here a stand-in file system does the same: prints, then raises an error type of its own."""
+    def call(out, err):
+        import sys
+
+        import fsspec
+        from rich.console import Console
+
+        from triage_agent.cli import main
+
+        class SetupError(Exception):
+            pass
+
+        class Noisy(fsspec.AbstractFileSystem):
+            protocol = "noisy"
+
+            def __init__(self, *args, **kwargs):
+                for i in range(6):
+                    print(f"library warning {i}: could not find default credentials")
+                    print(f"library warning {i} on stderr", file=sys.stderr)
+                raise SetupError("Your default credentials were not found (token=Qz9leakedsetup1234)")
+
+        fsspec.register_implementation("noisy", Noisy, clobber=True)
+        sys.stdout, sys.stderr = out, err  # whatever the library prints lands where the test looks
+        return main(["inspect", "noisy://bucket/run"], stdout=Console(file=out),
+                    stderr=Console(file=err, width=300, soft_wrap=True))
+
+    res = run_fn(call, ["noisy"], env={"XDG_CACHE_HOME": str(tmp_path)}, timeout=60)
+    assert res.problems({2}, 40, 1500) == [], res.stderr
+    assert res.stdout == "" and res.stderr.count("\n") == 1 and "library warning" not in res.stderr
+    assert "cannot open noisy:// (SetupError: Your default credentials were not found" in res.stderr
+    assert "Qz9leakedsetup1234" not in res.stderr
