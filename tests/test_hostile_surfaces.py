@@ -417,3 +417,21 @@ def test_a_store_that_fails_while_setting_up_is_one_line_and_prints_nothing_else
     assert res.stdout == "" and res.stderr.count("\n") == 1 and "library warning" not in res.stderr
     assert "cannot open noisy:// (SetupError: Your default credentials were not found" in res.stderr
     assert "Qz9leakedsetup1234" not in res.stderr
+
+
+def test_html_of_a_round_with_bytes_text_and_extreme_numbers(tmp_path):
+    """Before: a reward history column with bytes that are not UTF-8 was an internal error (exit 70); the
+    page also draws -1e308 and 1e308 without failing."""
+    history = tmp_path / "run" / "round_1" / "selector" / "reward_history.csv"
+    history.parent.mkdir(parents=True)
+    history.write_bytes(b"step,boundary,format\n1,0.5,0.1\n2,\xff,0.2\n3,abc,0.3\n4,-1e308,0.4\n5,0.5,1e308\n"
+                        b"6,0.4,0.2\n")
+    res = run(["inspect", str(tmp_path / "run"), "--json", "--html", str(tmp_path / "r.html")], timeout=60)
+    assert res.problems({0, 1}, 40, 1500) == [], res.stderr
+    errors = [e for f in json.loads(res.stdout)["findings"] if f["id"] == "data.parse_errors"
+              for e in f["evidence"]["first"]]
+    # the file's lines 3 and 4 (the header is line 1): the bytes and the text
+    assert [e.rsplit("/", 1)[-1] for e in errors] == ["reward_history.csv:3: not a number in boundary; the cell was "
+                                                      "skipped", "reward_history.csv:4: not a number in boundary; "
+                                                      "the cell was skipped"]
+    assert (tmp_path / "r.html").read_text().startswith("<!doctype html>")
