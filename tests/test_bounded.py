@@ -30,7 +30,6 @@ ALLOWED = {
     ("runs/tables.py", "read_json"): "pyarrow opens the path itself, after read_table's bounded.open_binary check",
     ("runs/tables.py", "open_json"): "as read_json",
     ("runs/tables.py", "read_csv"): "as read_json",
-    ("runs/remote.py", "open"): "fs.open of a remote object, copied through bounded.copy_to (bytes and time capped)",
     ("runs/formats/tensorboard.py", "EventFileLoader"): "the loader opens the path itself, after bounded.regular",
     ("runs/remote.py", "open"): "an fsspec object, copied through bounded.copy_to (bytes and time capped)",
 }
