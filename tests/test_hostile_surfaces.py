@@ -382,3 +382,56 @@ def test_s3_odd_keys_credentials_in_the_url_a_broken_cache_and_watch_re_listing(
     events = []
     watch("s3://bucket/run", lambda ev: events.append(ev.id) and False, interval=0.01, passes=2, on_pass=after_pass)
     assert "log.crash" in events, events
+
+
+def test_a_store_that_fails_while_setting_up_is_one_line_and_prints_nothing_else(tmp_path):
+    """Before: gcsfs printed six lines of library output, then its set-up error was an internal error (70).
+    Here a stand-in file system does the same: prints, then raises an error type of its own."""
+    def call(out, err):
+        import sys
+
+        import fsspec
+        from rich.console import Console
+
+        from triage_agent.cli import main
+
+        class SetupError(Exception):
+            pass
+
+        class Noisy(fsspec.AbstractFileSystem):
+            protocol = "noisy"
+
+            def __init__(self, *args, **kwargs):
+                for i in range(6):
+                    print(f"library warning {i}: could not find default credentials")
+                    print(f"library warning {i} on stderr", file=sys.stderr)
+                raise SetupError("Your default credentials were not found (token=Qz9leakedsetup1234)")
+
+        fsspec.register_implementation("noisy", Noisy, clobber=True)
+        sys.stdout, sys.stderr = out, err  # whatever the library prints lands where the test looks
+        return main(["inspect", "noisy://bucket/run"], stdout=Console(file=out),
+                    stderr=Console(file=err, width=300, soft_wrap=True))
+
+    res = run_fn(call, ["noisy"], env={"XDG_CACHE_HOME": str(tmp_path)}, timeout=60)
+    assert res.problems({2}, 40, 1500) == [], res.stderr
+    assert res.stdout == "" and res.stderr.count("\n") == 1 and "library warning" not in res.stderr
+    assert "cannot open noisy:// (SetupError: Your default credentials were not found" in res.stderr
+    assert "Qz9leakedsetup1234" not in res.stderr
+
+
+def test_html_of_a_round_with_bytes_text_and_extreme_numbers(tmp_path):
+    """Before: a reward history column with bytes that are not UTF-8 was an internal error (exit 70); the
+    page also draws -1e308 and 1e308 without failing."""
+    history = tmp_path / "run" / "round_1" / "selector" / "reward_history.csv"
+    history.parent.mkdir(parents=True)
+    history.write_bytes(b"step,boundary,format\n1,0.5,0.1\n2,\xff,0.2\n3,abc,0.3\n4,-1e308,0.4\n5,0.5,1e308\n"
+                        b"6,0.4,0.2\n")
+    res = run(["inspect", str(tmp_path / "run"), "--json", "--html", str(tmp_path / "r.html")], timeout=60)
+    assert res.problems({0, 1}, 40, 1500) == [], res.stderr
+    errors = [e for f in json.loads(res.stdout)["findings"] if f["id"] == "data.parse_errors"
+              for e in f["evidence"]["first"]]
+    # the file's lines 3 and 4 (the header is line 1): the bytes and the text
+    assert [e.rsplit("/", 1)[-1] for e in errors] == ["reward_history.csv:3: not a number in boundary; the cell was "
+                                                      "skipped", "reward_history.csv:4: not a number in boundary; "
+                                                      "the cell was skipped"]
+    assert (tmp_path / "r.html").read_text().startswith("<!doctype html>")

@@ -22,7 +22,7 @@ import openai
 from openai import OpenAI
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from triage_agent import safejson
+from triage_agent import redact, safejson
 from triage_agent.llm.capabilities import Capabilities
 from triage_agent.llm.errors import EndpointError
 from triage_agent.llm.settings import Settings, key_hint
@@ -308,6 +308,7 @@ class LLMClient:
              on_text: Callable[[str], None] | None = None, max_tokens: int | None = None,
              tool_choice: str | dict[str, Any] = "auto") -> ChatResult:
         """One chat request; rejected optional features are dropped, remembered, and the request resent."""
+        messages = redact.obj(messages)  # nothing secret reaches a model, whichever part of triage wrote it
         body = build_request(self.settings.model, max_tokens or self.settings.max_tokens, self.capabilities, messages,
                              tools, response_format, stream, self.settings.temperature, self.settings.seed,
                              tool_choice)

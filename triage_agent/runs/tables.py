@@ -318,6 +318,9 @@ def _to_bool(series: pd.Series) -> pd.Series:
     return series.map(conv).astype("object")
 
 
+_MISSING_TEXT = ("", "nan", "null", "none", "na", "n/a")  # a missing value written out, not an odd cell
+
+
 def _scalar(v: object) -> object:
     """A cell as pandas can read it as a number: bytes decoded, an integer too large for a float and any
     nested value made missing."""
@@ -339,7 +342,8 @@ def _mostly_numbers(frame: pd.DataFrame, col: str, rel: str) -> list[ParseError]
     given = frame[col].notna() & ~frame[col].map(lambda v: isinstance(v, str) and v.strip().lower() in _NAN_TEXT)
     if not values.notna().any() or values.notna().sum() < 0.5 * given.sum():
         return []
-    odd = frame.loc[values.isna() & given, LINE].tolist()
+    missing = frame[col].map(lambda v: isinstance(v, str) and v.strip().lower() in _MISSING_TEXT)
+    odd = frame.loc[values.isna() & given & ~missing.astype(bool), LINE].tolist()
     frame[col] = values
     return [ParseError(rel, int(line), f"not a number in {col}; the cell was skipped") for line in odd[:20]] + (
         [ParseError(rel, None, f"{len(odd) - 20} more cells of {col} that are not numbers")] if len(odd) > 20 else [])
