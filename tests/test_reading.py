@@ -488,3 +488,22 @@ def test_the_block_scanner_reads_what_the_line_reader_reads(make_run, kind):
     fast, slow = scan_log(path, "train.log"), scan_log_lines(path, "train.log")
     assert fast.metric_rows == slow.metric_rows and len(fast.metric_rows) >= 500
     assert (fast.unread, fast.finished, fast.planned_steps) == (slow.unread, slow.finished, slow.planned_steps)
+
+
+def test_a_verl_log_with_rollout_text_gives_only_its_step_lines(make_run):
+    """verl (and many GRPO scripts) print rollouts and the reward function's records between the metric lines:
+    those dicts are printed data, not rows (they became 42,661 rows in a 50 MB log before)."""
+    pre, worker = "\x1b[36m(TaskRunner pid=42)\x1b[0m ", "\x1b[36m(WorkerDict pid=77)\x1b[0m "
+    lines = [f"{pre}Total training steps: 30\n"]
+    for step in range(1, 31):
+        for i in range(3):
+            score = 1.0 if (step + i) % 3 else 0.0
+            lines.append(f"{pre}[response] Step 1: she sold 48.\n{pre}{{'april': 48, 'may': 24, 'total': 72}}\n")
+            lines.append(f"{worker}{{'data_source': 'gsm8k', 'score': {score}, 'acc': {score == 1.0}, 'pred': '72'}}\n")
+        lines.append(f"{pre}step:{step} - critic/score/mean:np.float64({0.3 + step / 100:.4f}) - "
+                     f"actor/entropy:{0.9 - step / 200:.4f} - actor/pg_loss:0.01\n")
+    rep = inspect(make_run({"verl_demo.log": "".join(lines)}), now=time.time() + YEAR)
+    frame = rep.run.metrics.frame
+    assert frame["step"].tolist() == list(range(1, 31))
+    assert frame["reward"].iloc[-1] == pytest.approx(0.60)  # step 30's critic/score/mean, 0.3 + 30/100
+    assert "data.unread" not in finding_ids(rep)

@@ -174,6 +174,12 @@ def parse_metric_line(text: str) -> dict[str, Any] | None:
     return row
 
 
+# the text values a trainer's own log dict carries beside its numbers (ms-swift's times and progress)
+_TEXT_KEYS = frozenset({"global_step/max_steps", "elapsed_time", "remaining_time", "percentage", "train_speed(s/it)",
+                        "memory(GiB)"})
+NOT_METRICS: dict[str, Any] = {}  # parse_dict_line's answer for a printed record that is not a metrics row
+
+
 def parse_dict_line(text: str) -> dict[str, Any] | None:
     """`{'loss': 0.1, 'reward': nan, 'global_step/max_steps': '12/500'}` -> numbers, plus the step string.
 
@@ -192,6 +198,10 @@ def parse_dict_line(text: str) -> dict[str, Any] | None:
         value = parse_value(raw)
         if value is not None:
             row[key] = value
+        elif raw in ("True", "False") or (raw[:1] in "'\"" and key not in _TEXT_KEYS):
+            # a word or a flag where a trainer logs numbers: a record the program printed (a reward function's
+            # `{'data_source': 'gsm8k', 'score': 1.0, 'acc': True}`, a sample), not a logged metrics row
+            return NOT_METRICS
     return row or None
 
 
@@ -509,6 +519,8 @@ class Scanner:
         stripped = seg.strip()
         if stripped.startswith("{") and stripped.endswith("}"):
             row = parse_dict_line(stripped)
+            if row is NOT_METRICS:
+                return True  # printed data (a reward function's record, a sample): neither a row nor unread
             if row is not None:
                 self.dict_row(row, lineno)
                 return True
@@ -584,6 +596,13 @@ class Scanner:
         row before (an unbuffered log), else its order times logging_steps (or the stride the bar allows)."""
         scan = self.scan
         rows = [r for r in scan.metric_rows if _ORD in r]
+        if rows and scan.readers.get("verl"):
+            # a verl log logs its metrics as `step:N - ...` lines: dicts in it are what the program printed (a
+            # reward function's record, a dict inside a completion), never the trainer's rows
+            scan.metric_rows = [r for r in scan.metric_rows if _ORD not in r]
+            scan.metric_steps -= scan.readers.pop("transformers dicts", 0)
+            scan.last_step = max((int(r["step"]) for r in scan.metric_rows), default=scan.last_step)
+            rows = []
         if not rows and not any(_AFTER in r for r in scan.eval_rows):
             return
         bars = [r.get(_BAR) for r in rows]
