@@ -435,3 +435,24 @@ def test_html_of_a_round_with_bytes_text_and_extreme_numbers(tmp_path):
                                                       "skipped", "reward_history.csv:4: not a number in boundary; "
                                                       "the cell was skipped"]
     assert (tmp_path / "r.html").read_text().startswith("<!doctype html>")
+
+
+def test_an_unreadable_run_root_is_one_line_saying_so(tmp_path, monkeypatch):
+    """As root, chmod 000 does not stop a read; the refusal the file system would give is raised where the
+    folder is listed."""
+    import os
+
+    from tests.conftest import cli
+
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLES / "trl_healthy", run)
+    real = os.scandir
+
+    def scandir(path=".", *args, **kwargs):
+        if str(path).rstrip("/") == str(run):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    code, out, err = cli("inspect", str(run))
+    assert code == 2 and err == f"triage: {run}: cannot read the folder (Permission denied)\n"

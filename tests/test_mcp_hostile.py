@@ -112,3 +112,34 @@ def test_a_fifo_in_a_run_does_not_hang_a_tool(tmp_path):
     assert not listed.is_error and not inspected.is_error, (text(listed), text(inspected))
     assert json.loads(text(listed))["total"] == 2
     assert time.monotonic() - t0 < 60
+
+
+def test_a_server_whose_root_holds_a_fifo_answers_and_exits_when_its_stdin_closes(tmp_path):
+    """Before: list_runs over a root with a FIFO hung in the split pass, so the server never read its closed
+    stdin and never exited."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "runs"
+    shutil.copytree(SAMPLES / "trl_healthy", root / "a")
+    os.mkfifo(root / "a" / "pipe.log")
+    proc = subprocess.Popen([sys.executable, "-m", "triage_agent", "mcp", "--root", str(root)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")})
+    try:
+        msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "t", "version": "0"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                 "params": {"name": "list_runs", "arguments": {"folder": "."}}}]
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in msgs).encode())
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        assert answers[1]["id"] == 2 and "result" in answers[1]
+        proc.stdin.close()  # the IDE went away
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,6 +100,12 @@ def load_run(path: str | Path, progress: Progress | None = None, now: float | No
         root = Path(path)
         if root.is_file() and not root.is_symlink():  # one file given as the run: a run of that file
             root, display = single.as_run_folder(root), display or location
+    if _is_dir(root):
+        try:  # a folder that cannot be listed is said as such, not as "nothing recognisable"
+            with os.scandir(root):
+                pass
+        except OSError as exc:
+            raise BadInput(f"{display or location}: cannot read the folder ({exc.strerror or exc})") from None
     if split and _is_dir(root):
         parts = sweep.split_runs(root)
         if parts.several:
