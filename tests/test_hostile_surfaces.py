@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import json
 import shutil
 import stat
@@ -22,6 +23,10 @@ import pytest
 from tests.hostile import run, run_fn
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs"
+
+
+NEEDS_FSSPEC = pytest.mark.skipif(importlib.util.find_spec("fsspec") is None,
+                                  reason="remote runs need fsspec (pip install 'rl-triage[http]')")
 
 
 # -- the trainer callback never raises into the trainer --------------------------------------------------
@@ -265,6 +270,7 @@ def _cache_bytes(cache: Path) -> int:
     return sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
 
 
+@NEEDS_FSSPEC
 def test_an_endless_body_is_cut_and_nothing_is_left_in_the_cache(http_server, tmp_path):
     """Before: the body was written to the cache until the disk filled (1.8 GB a minute), and left there."""
     server, _ = http_server
@@ -279,6 +285,7 @@ def test_an_endless_body_is_cut_and_nothing_is_left_in_the_cache(http_server, tm
     assert not [p for p in (tmp_path / "cache").rglob("*") if "pa55word" in p.name or "alice" in p.name]
 
 
+@NEEDS_FSSPEC
 def test_a_stalled_server_is_dropped_at_the_read_timeout(http_server, tmp_path):
     """Before: no read timeout; the fetch waited as long as the server held the connection."""
     server, _ = http_server
@@ -287,6 +294,7 @@ def test_a_stalled_server_is_dropped_at_the_read_timeout(http_server, tmp_path):
     assert any("train.log: not fetched" in n for n in json.loads(res.stdout)["notes"])
 
 
+@NEEDS_FSSPEC
 def test_a_listing_without_end_is_cut(http_server, tmp_path):
     """Before: a server listing new folders forever was walked forever."""
     server, _ = http_server
@@ -296,6 +304,7 @@ def test_a_listing_without_end_is_cut(http_server, tmp_path):
     assert len(server.paths) < 100
 
 
+@NEEDS_FSSPEC
 def test_a_redirect_to_another_host_is_not_followed(http_server, tmp_path):
     """Before: redirects were followed to any host and port."""
     server, other = http_server
@@ -384,6 +393,7 @@ def test_s3_odd_keys_credentials_in_the_url_a_broken_cache_and_watch_re_listing(
     assert "log.crash" in events, events
 
 
+@NEEDS_FSSPEC
 def test_a_store_that_fails_while_setting_up_is_one_line_and_prints_nothing_else(tmp_path):
     """Before: gcsfs printed six lines of library output, then its set-up error was an internal error (70).
     Here a stand-in file system does the same: prints, then raises an error type of its own."""

@@ -331,6 +331,7 @@ def test_s3_sweep_reads_like_local_and_the_second_pass_only_from_the_cache(s3, t
 
 
 def test_remote_urls_that_cannot_be_read_are_one_line():
+    pytest.importorskip("fsspec", reason="remote runs need fsspec (pip install 'rl-triage[s3]')")
     assert cli("inspect", "s3://")[2].strip() == "triage: s3://: give a folder after the protocol, e.g. s3://bucket/runs/"
     code, _, err = cli("inspect", "nosuch://x/y")
     assert code == 2 and err.startswith("triage: nosuch://x/y: cannot open nosuch:// (ValueError: Protocol not known")

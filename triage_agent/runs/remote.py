@@ -40,7 +40,7 @@ SKIP_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".npy", ".npz",
                  ".mp4", ".html", ".pkl", ".pickle", ".distcp", ".db", ".sqlite")
 SKIP_NAMES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json",
               "added_tokens.json", "generation_config.json", "model.safetensors.index.json", "latest")
-EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "hf": "hf"}
+EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "hf": "hf", "http": "http", "https": "http"}
 
 
 @dataclass
