@@ -280,7 +280,6 @@ class Scanner:
         self.block: metricline.Block | None = None  # the NeMo-RL step block being read
         self.block_step = 0
         self.generic: list[tuple[dict[str, Any], int | None, int]] = []  # (row, step from the line, line)
-        self.generic_seen = 0
         self.generic_example = ""
         # metric-looking lines with one pair (line, text, key): unread when one key recurs (a per-step line), not
         # when each key comes once (a config dump's `'kl_coef': 0.001,`)
@@ -441,7 +440,6 @@ class Scanner:
                 self.singles.append((lineno, text, m.group(1).decode()))
             return
         row, step, planned = got
-        self.generic_seen += 1
         if not self.generic_example:
             self.generic_example = text
         if len(self.generic) < MAX_METRIC_ROWS:
