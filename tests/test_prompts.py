@@ -14,6 +14,7 @@ from tests.conftest import REPO, SAMPLES
 from tests.scripted_server import ScriptedServer, completion
 from triage_agent.agent import loop, prompts
 from triage_agent.commands.report import report
+from triage_agent.llm.capabilities import Capabilities
 from triage_agent.llm.settings import Settings
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
@@ -109,7 +110,7 @@ def test_a_tools_less_endpoint_on_a_trainer_run_receives_the_trainer_metrics(mon
     answer = {"diagnosis": [{"cause": "entropy collapsed", "findings": ["policy.entropy_collapse"], "evidence": "",
                              "confidence": 0.8}], "adjustments": []}
     with ScriptedServer([completion(json.dumps(answer))]) as srv:
-        rep = report(run, Settings(base_url=srv.base_url, model="m", capabilities={"tools": False}), save=False)
+        rep = report(run, Settings(base_url=srv.base_url, model="m", capabilities=Capabilities(tools=False)), save=False)
     assert rep.source["kind"] == "model"
     (req,) = srv.requests
     assert "tools" not in req
