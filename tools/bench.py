@@ -240,23 +240,13 @@ def write_rollout_log(path: Path, size: int, steps: int) -> int:
 def write_events(path: Path, scalars: int, tags: int = 8) -> None:
     """TensorBoard scalars, one event per scalar as SummaryWriter.add_scalar writes them (encoded here, so the
     suite needs no tensorboard package to make them)."""
-    def varint(v: int) -> bytes:
-        out = bytearray()
-        while True:
-            b, v = v & 0x7F, v >> 7
-            out.append(b | (0x80 if v else 0))
-            if not v:
-                return bytes(out)
-
-    def field(number: int, payload: bytes) -> bytes:
-        return varint(number << 3 | 2) + varint(len(payload)) + payload
-
+    field = synth.field_bytes  # the protobuf encoding the sample runs' writer uses
     names = [f"train/{n}" for n in ("reward", "kl_penalty", "approx_entropy", "grad_norm", "loss",
                                     "mean_gen_tokens_per_sample", "truncation_rate", "lr")][:tags]
     values = np.random.default_rng(0).normal(size=scalars).astype(np.float32).tolist()
     with path.open("wb") as fh:
         for lo in range(0, scalars, 100_000):
-            datas = [b"\x09" + struct.pack("<d", 1.7e9 + i) + b"\x10" + varint(i // tags + 1)
+            datas = [b"\x09" + struct.pack("<d", 1.7e9 + i) + b"\x10" + synth.varint(i // tags + 1)
                      + field(5, field(1, field(1, names[i % tags].encode()) + b"\x15" + struct.pack("<f", values[i])))
                      for i in range(lo, min(scalars, lo + 100_000))]
             by_len: dict[int, list[int]] = {}

@@ -285,7 +285,8 @@ WRITERS: dict[str, tuple[str, Callable[[Series], str]]] = {
 }
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+    """A protobuf varint."""
     out = bytearray()
     while True:
         low, n = n & 0x7F, n >> 7
@@ -294,9 +295,9 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def _field(number: int, payload: bytes) -> bytes:
+def field_bytes(number: int, payload: bytes) -> bytes:
     """A length-delimited protobuf field."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def _record(data: bytes) -> bytes:
@@ -313,11 +314,11 @@ def tensorboard_events(folder: Path, s: Series, trainer: str = "nemo") -> None:
     run; tests hold triage's reader to the `tensorboard` package's own writer and loader separately."""
     folder.mkdir(parents=True, exist_ok=True)
     wall = 1_700_000_000.0
-    out = [_record(struct.pack("<Bd", 0x09, wall) + _field(3, b"brain.Event:2"))]
+    out = [_record(struct.pack("<Bd", 0x09, wall) + field_bytes(3, b"brain.Event:2"))]
     for i, step in enumerate(s.steps):
-        values = b"".join(_field(1, _field(1, f"train/{k}".encode()) + struct.pack("<Bf", 0x15, v))
+        values = b"".join(field_bytes(1, field_bytes(1, f"train/{k}".encode()) + struct.pack("<Bf", 0x15, v))
                           for k, v in s.row(i, trainer).items())
-        event = struct.pack("<Bd", 0x09, wall + i) + bytes([0x10]) + _varint(int(step)) + _field(5, values)
+        event = struct.pack("<Bd", 0x09, wall + i) + bytes([0x10]) + varint(int(step)) + field_bytes(5, values)
         out.append(_record(event))
     (folder / "events.out.tfevents.1700000000.synth.1.0").write_bytes(b"".join(out))
 
