@@ -35,7 +35,7 @@ done_=$(date +%s)
 # bounded for CI: a 270M model at temperature 0 can write to its token limit, so each request gets 90 s and each
 # report 180 s; a run that hits them is scored as fallen back, and the table still prints
 TRIAGE_TIMEOUT=90 TRIAGE_DEADLINE=180 triage eval --base-url "http://127.0.0.1:$PORT/v1" --models gemma3 \
-  --runs "${LLAMACPP_EVAL_RUNS:-2}" --no-save --width 160
+  --runs "${LLAMACPP_EVAL_RUNS:-1}" --no-save --width 160
 evaluated=$(date +%s)
 echo "llama.cpp integration: build/install $((built - start)) s, server start $((up - built)) s, tests $((done_ - up)) s," \
   "eval $((evaluated - done_)) s"
