@@ -17,18 +17,8 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 
 from tests.conftest import SAMPLES  # noqa: E402
+from tests.test_mcp import call, text  # noqa: E402 - the MCP client helpers, one copy
 from triage_agent.commands.mcp import build_server  # noqa: E402
-
-
-def call(server, name, args):
-    async def go():
-        async with Client(server) as c:
-            return await c.call_tool(name, args)
-    return asyncio.run(go())
-
-
-def text(result) -> str:
-    return "".join(getattr(c, "text", "") for c in result.content)
 
 
 def test_a_folder_chain_deeper_than_the_recursion_limit(tmp_path):
