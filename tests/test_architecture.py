@@ -185,6 +185,26 @@ def test_help_imports_nothing_heavy_and_makes_no_console():
     assert out.strip().splitlines()[-1] == "[]"
 
 
+def test_the_rules_alone_never_import_the_model_sdk():
+    # `inspect` is the command a user runs first and CI runs on every commit: it must not pay for openai's ~650
+    # pydantic models, nor for the other commands' modules
+    script = ("import sys\nfrom triage_agent.cli import main\n"
+              f"main(['inspect', {str(REPO / 'sample_runs' / 'boundary_collapse')!r}])\n"
+              "print(sorted(m for m in ('openai', 'tenacity', 'triage_agent.commands.doctor', "
+              "'triage_agent.commands.eval', 'triage_agent.agent.loop', 'plotly', 'ray', 'mcp') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_every_registered_view_names_a_real_type_and_function():
+    from triage_agent.render.views import VIEWS, _load
+
+    for kind, view in VIEWS.items():
+        t = _load(kind)
+        assert isinstance(t, type) and f"{t.__module__}:{t.__qualname__}" == kind
+        assert callable(_load(view)), view
+
+
 def test_readme_says_where_each_kind_of_change_goes():
     arch = _readme_section("Architecture")
     for change in ("a finding", "a trainer format", "an agent tool", "a command"):

@@ -12,21 +12,32 @@ from rich.console import Console
 View = Callable[[Any, Console], None]
 
 
-@cache
-def views() -> dict[type, View]:
-    from triage_agent.commands.doctor import DoctorResult
-    from triage_agent.commands.eval import EvalResult
-    from triage_agent.commands.sweep import SweepResult
-    from triage_agent.comparison import Comparison
-    from triage_agent.render import compare, evaluation, sweep, terminal
-    from triage_agent.report import Report
+# result type -> its view, both named as "module:attribute" so that showing a report never imports the other
+# commands' modules (the doctor's result type sits beside the OpenAI SDK, ~0.9 s of imports)
+VIEWS: dict[str, str] = {
+    "triage_agent.report:Report": "triage_agent.render.terminal:render",
+    "triage_agent.commands.sweep:SweepResult": "triage_agent.render.sweep:render",
+    "triage_agent.comparison:Comparison": "triage_agent.render.compare:render",
+    "triage_agent.commands.eval:EvalResult": "triage_agent.render.evaluation:render",
+    "triage_agent.commands.doctor:DoctorResult": "triage_agent.render.terminal:doctor_view",
+}
 
-    return {Report: terminal.render, SweepResult: sweep.render, Comparison: compare.render,
-            EvalResult: evaluation.render, DoctorResult: terminal.doctor_view}
+
+def _load(name: str) -> Any:
+    import importlib
+
+    module, _, attr = name.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@cache
+def view_for(kind: type) -> View | None:
+    name = VIEWS.get(f"{kind.__module__}:{kind.__qualname__}")
+    return _load(name) if name else None
 
 
 def show(result: Any, console: Console) -> None:
-    view = views().get(type(result))
+    view = view_for(type(result))
     if view is None:  # our own bug: a command returned a result no view was registered for
         raise AssertionError(f"no view for {type(result).__name__}")
     view(result, console)
