@@ -31,9 +31,13 @@ def _load(name: str) -> Any:
 
 
 @cache
+def _view(name: str) -> View | None:
+    view = VIEWS.get(name)
+    return _load(view) if view else None
+
+
 def view_for(kind: type) -> View | None:
-    name = VIEWS.get(f"{kind.__module__}:{kind.__qualname__}")
-    return _load(name) if name else None
+    return _view(f"{kind.__module__}:{kind.__qualname__}")
 
 
 def show(result: Any, console: Console) -> None:
