@@ -305,6 +305,26 @@ def test_server_down_is_one_line(env):
     assert "cannot reach" in rep.model_error
 
 
+
+def test_a_refused_connection_is_retried_once_not_four_times():
+    # nothing listening: one retry covers a server mid-restart; four attempts (1+2+4 s of backoff) only make the
+    # user wait for the same answer. A 500 still gets every attempt (test_500s_exhaust_retries_with_one_line).
+    import socket
+
+    from triage_agent.llm.client import LLMClient
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    waits: list[float] = []
+    client = LLMClient(Settings(base_url=f"http://127.0.0.1:{port}/v1", model="m", retry_wait=0.5, max_attempts=4),
+                       sleep=waits.append)
+    with pytest.raises(TriageError) as exc:
+        client.chat([{"role": "user", "content": "hi"}])
+    assert "connection was refused" in str(exc.value)
+    assert waits == [0.5]
+
 # Regression tests for what llama.cpp's server (llama-cpp-python 0.3.36) did differently, each reproduced here.
 
 def validation_500(loc: str, msg: str):

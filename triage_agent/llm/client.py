@@ -20,7 +20,7 @@ from typing import Any
 
 import openai
 from openai import OpenAI
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity import RetryCallState, Retrying, retry_if_exception
 
 from triage_agent import redact, safejson
 from triage_agent.llm.capabilities import Capabilities
@@ -91,6 +91,7 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
+REFUSED_ATTEMPTS = 2  # nothing listening: one retry covers a server mid-restart; more only makes the user wait
 RETRY_AFTER_CAP = 10.0  # the longest Retry-After honoured: a server asking an hour gets 10 s, and is told so
 
 
@@ -245,6 +246,11 @@ class LLMClient:
                                  exc.status_code, body)
         return EndpointError("failed", f"request to {base} failed: {exc}")
 
+    def _stop(self, state: RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        limit = REFUSED_ATTEMPTS if exc is not None and _refused(exc) else self.settings.max_attempts
+        return state.attempt_number >= min(limit, self.settings.max_attempts)
+
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         after = _retry_after(exc) if exc else None
@@ -258,7 +264,7 @@ class LLMClient:
         printed text is never retried (it would print again): it ends as a cut-off answer."""
         printed = emitted or [False]
         retrying = Retrying(retry=retry_if_exception(lambda e: _retryable(e) and not printed[0]),
-                            stop=stop_after_attempt(self.settings.max_attempts), wait=self._wait, sleep=self.sleep,
+                            stop=self._stop, wait=self._wait, sleep=self.sleep,
                             reraise=True)
         try:
             return retrying(lambda: self._within_deadline(fn))
