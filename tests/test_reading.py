@@ -22,7 +22,7 @@ from triage_agent.commands.watch import WatchState, evaluate_pass
 from triage_agent.findings.facts import resolve
 from triage_agent.runs import metricline
 from triage_agent.runs.load import load_run
-from triage_agent.runs.logs import scan_log
+from triage_agent.runs.logs import scan_log, scan_log_lines
 from triage_agent.runs.sweep import split_runs
 
 CORPUS = REPO / "tests" / "real_runs"
@@ -473,7 +473,6 @@ def test_a_folder_with_nothing_a_run_writes_stays_exit_2(make_run):
 @pytest.mark.parametrize("kind", ["burst", "nemo", "loop"])
 def test_the_block_scanner_reads_what_the_line_reader_reads(make_run, kind):
     # past the 5,000 head lines read one by one, lines are found by their markers: the result must not change
-    from triage_agent.runs.logs import scan_log_lines
 
     if kind == "burst":
         text = burst_log(rows=600, every=10, total=6000, burst=40)
@@ -507,3 +506,22 @@ def test_a_verl_log_with_rollout_text_gives_only_its_step_lines(make_run):
     assert frame["step"].tolist() == list(range(1, 31))
     assert frame["reward"].iloc[-1] == pytest.approx(0.60)  # step 30's critic/score/mean, 0.3 + 30/100
     assert "data.unread" not in finding_ids(rep)
+
+
+def test_printed_dicts_never_push_a_verl_logs_rows_out(make_run, monkeypatch):
+    """The rows are bounded (every other one dropped past MAX_METRIC_ROWS). A 0.5 GB verl log printed ~430,000
+    all-number dicts inside its completions (`{'april': 48, ...}`): held as rows until the end, they halved the
+    stride again and again, and only steps 461-500 of 500 were left. Here the bound is 64 and the log holds 300
+    such dicts among 50 step lines: every step line must stay a row."""
+    from triage_agent.runs import logs
+
+    monkeypatch.setattr(logs, "MAX_METRIC_ROWS", 64)
+    pre = "\x1b[36m(TaskRunner pid=42)\x1b[0m "
+    lines = [f"{pre}Total training steps: 50\n"]
+    for step in range(1, 51):
+        lines += [f"{pre}{{'april': {i}, 'may': 24, 'total': 72}}\n" for i in range(6)]
+        lines.append(f"{pre}step:{step} - critic/score/mean:{step / 50:.2f} - actor/entropy:0.5\n")
+    path = write_text(make_run({}), "verl_demo.log", "".join(lines))
+    for scan in (scan_log(path, "verl_demo.log"), scan_log_lines(path, "verl_demo.log")):
+        assert [r["step"] for r in scan.metric_rows] == list(range(1, 51))
+        assert scan.metric_rows[-1]["critic/score/mean"] == 1.0

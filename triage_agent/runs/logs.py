@@ -554,6 +554,10 @@ class Scanner:
         if any(k in row for k in ("train_runtime", "train_samples_per_second")):
             scan.finished, scan.finished_line = "the final summary dict (train_runtime)", lineno
             return
+        if scan.readers.get("verl"):
+            # a verl log's rows are its `step:N - ...` lines (see _step_dicts): a dict printed among them is never
+            # held as a row, so a rollout dump's many dicts cannot push the real rows out by downsampling
+            return
         if "step" not in row:
             # each logged dict is one row; its step comes from the order, logging_steps or the bar (`finish`)
             self.dict_rows += 1
