@@ -525,3 +525,84 @@ def test_printed_dicts_never_push_a_verl_logs_rows_out(make_run, monkeypatch):
     for scan in (scan_log(path, "verl_demo.log"), scan_log_lines(path, "verl_demo.log")):
         assert [r["step"] for r in scan.metric_rows] == list(range(1, 51))
         assert scan.metric_rows[-1]["critic/score/mean"] == 1.0
+
+
+def test_every_fatal_alternative_holds_one_of_its_gate_literals():
+    """`segment` tries a fatal pattern only when the line holds one of its literals (`re` is slow on these
+    alternations): an alternative without such a literal would silently never fire. Each top-level alternative
+    of each pattern's source must spell one of the literals out."""
+    import re
+
+    from triage_agent.runs.logs import _FATAL, _FATAL_LITERALS
+
+    assert sorted(label for _p, label in _FATAL) == sorted(_FATAL_LITERALS)
+    for pattern, label in _FATAL:
+        depth, alts, cur = 0, [], ""
+        for ch in pattern.pattern:
+            depth += ch == "(" and not cur.endswith("\\")
+            depth -= ch == ")" and not cur.endswith("\\")
+            if ch == "|" and depth == 0:
+                alts.append(cur)
+                cur = ""
+            else:
+                cur += ch
+        alts.append(cur)
+        for alt in alts:
+            plain = re.sub(r"\\(.)", r"\1", alt)  # `\[Errno 28\]` spells "[Errno 28]"
+            assert any(lit in plain for lit in _FATAL_LITERALS[label]), (label, alt)
+
+
+def test_the_completion_gate_holds_a_literal_of_every_completion_alternative():
+    import re
+
+    from triage_agent.runs.logs import _COMPLETED, _COMPLETED_ANY
+
+    for line in ("Training completed. Do not forget to share your model", "Training is finished", "training finished",
+                 "Fine-tuning complete", "fine-tuning is completed", "Final validation metrics: {...}",
+                 "***** train metrics *****", "[launch.py:351:main] Process 4242 exits successfully."):
+        assert _COMPLETED.search(line), line
+        assert _COMPLETED_ANY.search(line), line
+    # and the gate's literals cover the pattern's text, alternative by alternative
+    for alt in re.split(r"\|(?![^(]*\))", _COMPLETED.pattern):
+        assert _COMPLETED_ANY.search(re.sub(r"\[(\w)\w\]", r"\1", alt).replace("\\", "")), alt
+
+
+def _verl_rollout_log(steps: int) -> str:
+    pre, worker = "\x1b[36m(TaskRunner pid=42)\x1b[0m ", "\x1b[36m(WorkerDict pid=77)\x1b[0m "
+    out = [f"{pre}{{'april': 48, 'may': 24}}\n", f"{pre}Total training steps: {steps}\n"]
+    for step in range(1, steps + 1):
+        for i in range(4):
+            out.append(f"{pre}[response] Step {i}: The loss: 0.5 of the clips (ratio:0.5).\n{pre}{{'april': {i}}}\n")
+            out.append(f"{worker}{{'data_source': 'gsm8k', 'score': 1.0, 'acc': True}}\n")
+            out.append(f"{worker}[sandbox] Traceback (most recent call last):\n{worker}[sandbox]   File \"s.py\", "
+                       f"line 4, in <module>\n{worker}[sandbox] ZeroDivisionError: division by zero\n")
+        if step % 7 == 0:
+            out.append(f"{pre}{{'eval_loss': {step / 100}, 'epoch': 1.0}}\n")
+        out.append(f"{pre}step:{step} - critic/score/mean:{step / steps:.3f} - actor/entropy:0.5 - "
+                   f"actor/pg_loss:0.1\n")
+    out.append(f"{pre}loss: nan\nTraceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("kind", ["verl_rollouts", "burst", "loop"])
+def test_the_block_scanner_narrows_its_markers_and_still_reads_what_the_line_reader_reads(make_run, monkeypatch, kind):
+    """Once a named reader gave rows (and once verl's step lines are read), the block scanner searches the rest
+    of the log for fewer markers (Scanner.markers). With 2 KB blocks and a 10-line head, the narrowing happens
+    many times here: the scan must be exactly the one-line-at-a-time scan, field by field."""
+    import dataclasses
+
+    from triage_agent.runs import blockscan, logs
+
+    monkeypatch.setattr(blockscan, "BLOCK", 2048)
+    monkeypatch.setattr(logs, "DETECT_LINES", 10)
+    text = {"verl_rollouts": lambda: _verl_rollout_log(40), "burst": lambda: burst_log(rows=60, every=10, total=600,
+                                                                                       burst=8),
+            "loop": lambda: "".join(f"  Epoch {n} | loss={0.01 * (n % 5):.4f} | reward= {n / 1000:.3f}\n"
+                                    f"{{'april': {n}}} The loss: 0.5\n" for n in range(1, 301))}[kind]()
+    path = write_text(make_run({}), "train.log", text)
+    fast, slow = scan_log(path, "train.log", jobs=2), scan_log_lines(path, "train.log")
+    assert dataclasses.asdict(fast) == dataclasses.asdict(slow)
+    if kind == "verl_rollouts":
+        assert [r["step"] for r in fast.metric_rows] == list(range(1, 41))
+        assert len(fast.eval_rows) == 5 and fast.crash is not None and fast.crash.kind == "oom"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -153,7 +153,7 @@ def _newlines(arr: np.ndarray, lo: int, hi: int, step: int = 1 << 20) -> int:
 
 
 def blocks(fd: int, size: int, start: int, markers: tuple[bytes, ...], max_line: int,
-           jobs: int | None = None) -> Iterator[Block]:
+           jobs: int | None = None) -> Generator[Block, None, None]:
     """The file's blocks from `start` on, in order, each with its newline count and marked lines; a few
     blocks are searched ahead by worker threads."""
     _, find = finder(markers)
