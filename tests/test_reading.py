@@ -606,3 +606,12 @@ def test_the_block_scanner_narrows_its_markers_and_still_reads_what_the_line_rea
     if kind == "verl_rollouts":
         assert [r["step"] for r in fast.metric_rows] == list(range(1, 41))
         assert len(fast.eval_rows) == 5 and fast.crash is not None and fast.crash.kind == "oom"
+
+
+def test_overlapping_fatal_literals_are_all_found():
+    """`segment` tries only the fatal kinds whose literals the line holds: literals that overlap in the text
+    ("OutOfMemoryError" ending where "return code" begins) must both be found."""
+    from triage_agent.runs.logs import _FATAL_WHICH
+
+    assert {m.group(1) for m in _FATAL_WHICH.finditer("x OutOfMemoryErroreturn code = -9 NCCL")} == {
+        "OutOfMemoryError", "return code", "NCCL"}
