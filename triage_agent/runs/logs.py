@@ -171,9 +171,12 @@ MAX_CASCADE = 8
 
 def clean(text: str) -> str:
     """Strip ANSI colours, the Ray worker prefix and Ray's repeat marker."""
-    text = _ANSI.sub("", text)
-    text = _RAY_PREFIX.sub("", text)
-    return _RAY_REPEAT.sub("", text)
+    # each substitution only where its literal is (the repeat marker's leading \s* made `re` try every space)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if text.startswith("("):
+        text = _RAY_PREFIX.sub("", text)
+    return _RAY_REPEAT.sub("", text) if "[repeated " in text else text
 
 
 def parse_value(raw: str) -> float | None:
