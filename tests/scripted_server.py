@@ -119,7 +119,8 @@ class ScriptedServer:
                 self._send(reply["status"], reply["json"], reply.get("headers"))
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # a short poll: shutdown() waits for the loop to notice, 0.25 s on average at the default 0.5 s, per test
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def base_url(self) -> str:
