@@ -117,8 +117,12 @@ METRIC_MARKERS: tuple[bytes, ...] = tuple(n + e for n in _METRIC_NAMES for e in 
 MARKERS = STRUCTURAL + METRIC_MARKERS
 # Once a named reader has given rows, the generic reader's metric names can change nothing (`Scanner.markers`);
 # once verl's step lines are read, neither can a printed dict, unless it is an eval row or the final summary.
-NAMED_MARKERS = STRUCTURAL
-VERL_MARKERS = tuple(m for m in STRUCTURAL if m not in (b"{'", b'{"')) + (b"eval_", b"train_")
+# The loss markers then matter only for the NaN/inf-loss fatal line, which must hold one of the non-finite words:
+# those replace them (prose such as a completion's "the loss: 0.5 of the clips" is then never cut out).
+_LOSS_MARKERS = (b"loss is", b"loss:", b"loss=", b"Loss is", b"Loss:", b"Loss=", b"LOSS")
+NAMED_MARKERS = tuple(m for m in STRUCTURAL if m not in _LOSS_MARKERS) + (b"nan", b"NaN", b"NAN", b"inf", b"Inf",
+                                                                          b"INF")
+VERL_MARKERS = tuple(m for m in NAMED_MARKERS if m not in (b"{'", b'{"')) + (b"eval_", b"train_")
 _INTERESTING = re.compile(b"|".join(re.escape(m) for m in STRUCTURAL))
 # METRIC_MARKERS as one small pattern (a name, then what follows a key): an alternation of every marker is slow in `re`
 _METRIC_MARK = re.compile(b"(?:" + b"|".join(_METRIC_NAMES) + rb""")(?:[=:_/'"]|s[:=]|  | [=:0-9+.-])""")
