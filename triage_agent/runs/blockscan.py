@@ -139,7 +139,8 @@ def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_
         else:
             gstart, raw = start + ls, _readable(buf[ls:] if le < 0 else buf[ls:le + 1], max_line)
         local = max(0, gstart - start)
-        counted += _newlines(arr, at, local)
+        # between nearby hits bytes.count is cheaper than a NumPy call; far apart, NumPy releases the GIL
+        counted += buf.count(b"\n", at, local) if local - at < (64 << 10) else _newlines(arr, at, local)
         at = local
         blk.lines.append((gstart, counted, raw))
         skip_until = le + 1 if le >= 0 else len(buf)
