@@ -585,7 +585,7 @@ def _verl_rollout_log(steps: int) -> str:
     return "".join(out)
 
 
-@pytest.mark.parametrize("kind", ["verl_rollouts", "burst", "loop"])
+@pytest.mark.parametrize("kind", ["verl_rollouts", "long_lines", "burst", "loop"])
 def test_the_block_scanner_narrows_its_markers_and_still_reads_what_the_line_reader_reads(make_run, monkeypatch, kind):
     """Once a named reader gave rows (and once verl's step lines are read), the block scanner searches the rest
     of the log for fewer markers (Scanner.markers). With 2 KB blocks and a 10-line head, the narrowing happens
@@ -596,7 +596,13 @@ def test_the_block_scanner_narrows_its_markers_and_still_reads_what_the_line_rea
 
     monkeypatch.setattr(blockscan, "BLOCK", 2048)
     monkeypatch.setattr(logs, "DETECT_LINES", 10)
-    text = {"verl_rollouts": lambda: _verl_rollout_log(40), "burst": lambda: burst_log(rows=60, every=10, total=600,
+    if kind == "long_lines":  # lines past MAX_LINE inside tracebacks, read by the pread reader of open tracebacks
+        monkeypatch.setattr(logs, "MAX_LINE", 100)
+    text = {"verl_rollouts": lambda: _verl_rollout_log(40),
+            "long_lines": lambda: "".join(["Total training steps: 20\n" * 12] + [
+                "[sandbox] Traceback (most recent call last):\n  File \"s.py\", line 4, in <module>\n"
+                f"ValueError: {'z' * 150}\nstep:{n} - critic/score/mean:0.5 - actor/entropy:0.5\n"
+                for n in range(1, 21)]) + "Traceback (most recent call last):\n" + "x" * 300, "burst": lambda: burst_log(rows=60, every=10, total=600,
                                                                                        burst=8),
             "loop": lambda: "".join(f"  Epoch {n} | loss={0.01 * (n % 5):.4f} | reward= {n / 1000:.3f}\n"
                                     f"{{'april': {n}}} The loss: 0.5\n" for n in range(1, 301))}[kind]()

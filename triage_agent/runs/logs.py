@@ -758,6 +758,43 @@ def _read_lines(sc: Scanner, fh: BinaryIO, lineno: int, stop: Callable[[int], bo
     return lineno
 
 
+def _read_open(sc: Scanner, fd: int, pos: int, end: int, lineno: int) -> int:
+    """Feed the lines from byte `pos` while a traceback or step block is open and `pos` < `end`, as `_read_lines`
+    would, but by `pread` in small chunks: a rollout dump's many printed tracebacks cost no seek of the file
+    object (and no refill of its buffer) each. Returns the byte reached."""
+    chunk, base = b"", pos  # `chunk` holds the file's bytes from `base` on
+    while sc.linewise and pos < end:
+        nl = chunk.find(b"\n", pos - base)
+        if nl < 0 and len(chunk) - (pos - base) < MAX_LINE:
+            more = os.pread(fd, 1 << 14, base + len(chunk))
+            if more:
+                chunk, base = chunk[pos - base:] + more, pos
+                continue
+        if nl < 0:  # the file's last line (no newline), or a line longer than MAX_LINE
+            raw = chunk[pos - base:pos - base + MAX_LINE]
+        else:
+            raw = chunk[pos - base:min(nl + 1, pos - base + MAX_LINE)]
+        if not raw:
+            break
+        lineno += 1
+        sc.scan.lines = lineno
+        if len(raw) == MAX_LINE and not raw.endswith(b"\n"):
+            # too long to read: skip to its end, as `_read_lines` does
+            cut = chunk.find(b"\n", pos - base)
+            while cut < 0:
+                more = os.pread(fd, 1 << 20, base + len(chunk))
+                if not more:
+                    break
+                chunk, base = more, base + len(chunk)
+                cut = chunk.find(b"\n")
+            pos = base + (cut + 1 if cut >= 0 else len(chunk))
+            sc.scan.started = True
+            continue
+        pos += len(raw)
+        sc.line(raw, lineno)
+    return pos
+
+
 def scan_log(path: Path, rel: str, jobs: int | None = None) -> LogScan:
     """One pass over the log by blocks: the head (trainer detection) and tracebacks are read line by line,
     the rest only where a marker is (blockscan.py). Gives what `scan_log_lines` gives."""
@@ -794,9 +831,7 @@ def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, job
                 continue
             sc.line(raw, at)
             if sc.linewise:  # a traceback or a step block: read on line by line until it ends
-                fh.seek(at_byte + len(raw))
-                _read_lines(sc, fh, at, lambda _n: not sc.linewise or fh.tell() >= end)
-                reached = fh.tell()
+                reached = _read_open(sc, fh.fileno(), at_byte + len(raw), end, at)
         before += blk.newlines
         pos = min(pos + blockscan.BLOCK, end)
         if pos < end and sc.markers() != markers:
