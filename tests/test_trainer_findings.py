@@ -171,6 +171,17 @@ def test_component_dominates(make_run, b_scale, severity):
         assert got.evidence["dead"] == ["dead"] and got.evidence["stagnant"] == ["b"]
 
 
+def test_a_component_constant_at_a_value_like_0_7_is_dead_not_live(make_run):
+    # twenty logs of 0.7: their mean is not exactly 0.7 in floating point, so a standard deviation came out at
+    # 1.1e-16 and the constant component counted as live; a constant is a constant (max == min)
+    a = [1.0 if i % 2 == 0 else -1.0 for i in range(20)]
+    b = [0.3 if i % 4 < 2 else -0.3 for i in range(20)]
+    rep = inspect(trl(make_run, {"rewards/a/mean": a, "rewards/b/mean": b, "rewards/fmt/mean": [0.7] * 20}))
+    got = finding(rep, "reward.component_dominates")
+    assert got.evidence["dead"] == ["fmt"] and set(got.evidence["shares"]) == {"a", "b"}
+    assert got.evidence["shares"]["a"] == pytest.approx(1 / (1 + 0.3**2), abs=1e-3)  # 0.917
+
+
 def test_proxy_gold_divergence_on_verl_and_trl(make_run):
     rising, flat = list(np.linspace(0.1, 0.9, 20)), [0.5 + (0.01 if i % 2 else -0.01) for i in range(20)]
     rows = [{"step": i + 1, "critic/rewards/mean": rising[i], "critic/score/mean": flat[i]} for i in range(20)]

@@ -59,10 +59,10 @@ def _stuck(facts: Facts, rules: Rules) -> tuple[list[dict[str, Any]], list[dict[
         if s.n >= rules["min_series_steps"]:
             # stuck at its floor: a task reward sitting at its top is solved, not dead
             is_stuck = ge(share, rules["task_stuck_share"]) and value <= float(s.values.min()) + 1e-12
-            moves = float(np.std(s.values)) > 0 and not is_stuck
+            moves = float(np.ptp(s.values)) > 0 and not is_stuck
         else:  # few rows: the spread across each window's completions
             is_stuck = within is not None and len(within) == s.n and bool((within == 0).all()) and share == 1.0
-            moves = float(np.std(s.values)) > 0 or (within is not None and bool((within > 0).any()))
+            moves = float(np.ptp(s.values)) > 0 or (within is not None and bool((within > 0).any()))
             if is_stuck:
                 info["within_window_std"] = 0.0
         if is_stuck:
