@@ -392,3 +392,19 @@ def test_a_tag_named_step_keeps_the_row_paths_meaning(tmp_path):
     assert got.keys == ["step", "loss"]
     assert got.values["step"].tolist() == [logged[s]["step"] for s in range(3)]
     assert got.values["loss"].tolist() == [logged[s]["loss"] for s in range(3)]
+
+
+def test_repeated_steps_are_merged_as_they_are_read(tmp_path, monkeypatch):
+    """A writer logging the same steps again (a restart, or step 0 throughout): the later value wins, the tags
+    keep the order of their first appearance, and what is held stays one entry per (step, tag)."""
+    events = [ev for rnd in range(3) for ev in scalar_events(10, ["b", "a"], seed=rnd)]
+    path = write(tmp_path / "tb", events)
+    want = official(path)  # the third pass's values: seed 2
+    monkeypatch.setattr(tb, "CHUNK", 200)  # many buffer reads, each a piece
+    monkeypatch.setattr(tb, "COMPACT", 4)
+    got = tb.Events()
+    got.absorb(path, "ev")
+    assert sum(len(x) for x in got._steps) <= 20 + 4 + 200 // 40  # the merged pairs, then what came after
+    assert exact({r.pop("step"): r for r in got.rows()}) == exact(want)
+    assert got.columns().keys == ["step", "b", "a"]
+    assert want[3]["a"] == scalar_events(10, ["b", "a"], seed=2)[7].summary.value[0].simple_value

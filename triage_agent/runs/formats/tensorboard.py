@@ -32,6 +32,7 @@ CHUNK = 8 << 20  # bytes read at a time: memory stays near CHUNK + one record
 MAX_TAGS = 4096  # distinct scalar tags kept per file (memory is tags x steps)
 MAX_TAG_BYTES = 1024
 MAX_ERRORS = 20  # corrupt records reported per file; the rest are counted in one last error
+COMPACT = 1 << 22  # scalars held before repeated (step, tag) pairs are merged away (24 bytes each)
 SYNC_WINDOW = 1 << 16  # bytes searched at a time for the next valid header after a corrupt one
 
 
@@ -315,6 +316,7 @@ class Events:
         self._steps: list[np.ndarray] = []  # int64
         self._ids: list[np.ndarray] = []  # int64 tag ids
         self._values: list[np.ndarray] = []  # float64
+        self._pending = 0  # scalars added since the pieces were last merged (`_compact`)
 
     def absorb(self, path: Path, rel: str) -> list[ParseError]:
         errors: list[ParseError] = []
@@ -477,6 +479,9 @@ class Events:
         self._steps.append(steps)
         self._ids.append(ids)
         self._values.append(values)
+        self._pending += len(steps)
+        if self._pending > max(COMPACT, len(self._steps[0])):  # a file logging one step over and over stays small
+            self._compact()
 
     def _error(self, errors: list[ParseError], rel: str, record: int, at: int, message: str) -> None:
         self.errors += 1
@@ -485,31 +490,37 @@ class Events:
         elif self.errors == MAX_ERRORS + 1:
             errors.append(ParseError(rel, record, f"more than {MAX_ERRORS} corrupt records; the rest not listed"))
 
-    def _merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """One entry per (step, tag), sorted by step then by the file offset of the pair's first scalar (the
-        order a dict per step would hold its tags in): step, tag id, the last value, that first offset."""
-        if not self._steps:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, np.zeros(0), empty
-        if len(self._steps) > 1:  # merged once: later calls read the one piece
-            self._steps, self._ids, self._values = ([np.concatenate(x)] for x in (self._steps, self._ids, self._values))
-        steps, ids, values = self._steps[0], self._ids[0], self._values[0]
+    def _compact(self) -> None:
+        """The pieces merged into one holding each (step, tag) once: its last value, at its first scalar's
+        place (so later pieces still override it and the first appearances keep their order)."""
+        if not self._steps or (len(self._steps) == 1 and self._pending == 0):
+            return
+        steps, ids, values = (np.concatenate(x) for x in (self._steps, self._ids, self._values))
         order = np.lexsort((ids, steps))  # stable: file order within a (step, tag)
         s, t = steps[order], ids[order]
-        new = np.r_[True, (s[1:] != s[:-1]) | (t[1:] != t[:-1])]
-        heads = np.flatnonzero(new)
+        heads = np.flatnonzero(np.r_[True, (s[1:] != s[:-1]) | (t[1:] != t[:-1])])
         lasts = np.r_[heads[1:] - 1, len(s) - 1]
-        g_steps, g_ids, g_first = s[heads], t[heads], order[heads]
-        g_values = values[order[lasts]]
-        by = np.lexsort((g_first, g_steps))
-        return g_steps[by], g_ids[by], g_values[by], g_first[by]
+        place = np.argsort(order[heads])  # the pairs in the order of their first scalars
+        self._steps, self._ids, self._values = [s[heads][place]], [t[heads][place]], [values[order[lasts]][place]]
+        self._pending = 0
+
+    def _merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One entry per (step, tag), sorted by step then by the pair's first scalar in the file (the order a
+        dict per step would hold its tags in): step, tag id, the last value."""
+        self._compact()
+        if not self._steps:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(0)
+        steps, ids, values = self._steps[0], self._ids[0], self._values[0]
+        by = np.argsort(steps, kind="stable")
+        return steps[by], ids[by], values[by]
 
     def columns(self) -> Columns:
         """The scalars as Columns: one row per step (ascending), `step` first, then the tags in the order
         `Columns.from_rows(self.rows())` gives them (first appearance over the rows)."""
         if "step" in self.tags:  # a tag named "step" overrides the step in a row's dict: keep that path
             return Columns.from_rows(self.rows())
-        g_steps, g_ids, g_values, _ = self._merged()
+        g_steps, g_ids, g_values = self._merged()
         if not len(g_steps):
             return Columns(0, [], {}, {})
         row_new = np.r_[True, g_steps[1:] != g_steps[:-1]]
@@ -534,7 +545,7 @@ class Events:
         return Columns(n, ["step", *(name for _, name in sorted(firsts))], values, present)
 
     def rows(self) -> list[dict[str, Any]]:
-        g_steps, g_ids, g_values, _ = self._merged()
+        g_steps, g_ids, g_values = self._merged()
         names = list(self.tags)
         out: list[dict[str, Any]] = []
         last: int | None = None
