@@ -598,8 +598,9 @@ def _simple(arr: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     idx, var, v, p, n = idx[ok], var[ok], v[ok], p[ok], n[ok]
     simple[idx] = True
     # the step: the varint's 7-bit groups (bits past 64 dropped, then read as int64, as _signed does)
-    groups = (var & 0x7F).astype(np.uint64) << _SHIFTS
-    groups[v[:, None] <= _VARINT] = 0  # past the step's last byte
+    w = int(v.max()) if len(v) else 0  # the longest step's bytes (steps under 2,097,152 take 3 or fewer)
+    groups = (var[:, :w] & 0x7F).astype(np.uint64) << _SHIFTS[:w]
+    groups[v[:, None] <= _VARINT[:w]] = 0  # past the step's last byte
     steps = groups.sum(axis=1, dtype=np.uint64).view(np.int64)  # the groups' bits do not overlap: sum is OR
     with np.errstate(invalid="ignore"):  # a signalling NaN stays a NaN
         values = _gather(arr, p + 7 + n, 4).view("<f4").reshape(-1).astype(np.float64)
