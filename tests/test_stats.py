@@ -98,3 +98,29 @@ def test_spikes_worked_example():
     # medians before index 3: of [1, 1, 2] = 1; index 3 (10) > 3 x 1; index 4: median of [1, 1, 2, 10] = 1.5,
     # 4 < 4.5; index 5: median of [1, 1, 2, 10, 4] = 2, 7 > 6
     assert spikes(np.array([1.0, 1.0, 2.0, 10.0, 4.0, 7.0]), 3.0, 0.5, 3) == [3, 5]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_running_medians_are_the_prefix_medians_without_zeros(seed):
+    """grad_norm_spike reads each spike's median from spikes_and_medians: it must be exactly what np.median of
+    the non-zero values before the spike gives (the per-spike computation it replaced)."""
+    from triage_agent.analysis.trends import spikes_and_medians
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 400))
+    values = np.abs(rng.standard_cauchy(n)) if seed % 2 else rng.integers(0, 5, n).astype(float)  # ties, zeros
+    values[rng.integers(0, n, n // 5)] = 0.0
+    idx, medians = spikes_and_medians(values, 1.5, 0.0, 3, skip_zero=True)
+    assert idx
+    for i in range(n):
+        prior = values[:i][values[:i] != 0.0]
+        assert (np.isnan(medians[i]) if len(prior) == 0 else medians[i] == np.median(prior)), i
+
+
+def test_running_medians_worked_example():
+    from triage_agent.analysis.trends import spikes_and_medians
+
+    # zeros skipped: before index 4 the values are [2, 4] -> 3; before index 5, [2, 4, 30] -> 4; 30 > 3 x 3
+    idx, medians = spikes_and_medians(np.array([2.0, 0.0, 4.0, 0.0, 30.0, 5.0]), 3.0, 0.0, 2, skip_zero=True)
+    assert idx == [4]
+    assert medians[4] == 3.0 and medians[5] == 4.0 and np.isnan(medians[0])

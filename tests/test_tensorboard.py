@@ -263,3 +263,148 @@ def test_watch_reads_only_the_new_records(tmp_path):
     assert load_run(run, reader=follower).metrics.frame["step"].tolist() == list(range(40))
     _inode, events = follower.events[next(iter(follower.events))]
     assert events.records == 41 and events.offset == path.stat().st_size
+
+
+# -- the vectorised common-layout path (tb._simple) against the general decoder and tensorboard's loader ------
+def odd_simple_events() -> list[event_pb2.Event]:
+    """One simple_value per event (the layout decoded in NumPy) at its edges, mixed with events of other layouts
+    (several values, tensors, a graph) that go through decode_event."""
+    out = [event_pb2.Event(wall_time=1.0, file_version="brain.Event:2")]
+    steps = [0, 1, 127, 128, 16_383, 16_384, 2_097_151, 2_097_152, 2**35, 2**62 + 3, 2**63 - 1, -1, -2**63, -300]
+    values = [0.0, -0.0, 1.5, float("nan"), float("inf"), float("-inf"), 3.4e38, 1e-45, -2.5]
+    # tag lengths 1, 118 (the longest whose summary length is one byte) and 119 (two bytes: decode_event's); an
+    # empty tag is left out by the writer (proto3), so no such record has this layout
+    tags = ["t", "train/reward", "a" * 118, "b" * 119, "c" * 300, "ünï/cødé", "step_x"]
+    for k, step in enumerate(steps):
+        for j, tag in enumerate(tags):
+            out.append(event_pb2.Event(wall_time=1.7e9 + k, step=step, summary=summary_pb2.Summary(value=[
+                summary_pb2.Summary.Value(tag=tag, simple_value=values[(k + j) % len(values)])])))
+        if k % 3 == 0:  # several values in one event, a tensor scalar, a non-scalar
+            out.append(event_pb2.Event(wall_time=2.0, step=step, summary=summary_pb2.Summary(value=[
+                summary_pb2.Summary.Value(tag="multi/a", simple_value=k + 0.25),
+                summary_pb2.Summary.Value(tag="multi/b", simple_value=-k - 0.5),
+                summary_pb2.Summary.Value(tag="train/reward", tensor=tensor(types_pb2.DT_DOUBLE, [], double_val=[k / 3])),
+                summary_pb2.Summary.Value(tag="hist", histo=summary_pb2.HistogramProto(min=0.0, max=1.0))])))
+        if k == 5:
+            out.append(event_pb2.Event(wall_time=1.0, step=step, graph_def=b"\x0a\x03abc"))
+    # the same step and tag again, later in the file: the later value wins
+    out.append(event_pb2.Event(wall_time=3.0, step=1, summary=summary_pb2.Summary(value=[
+        summary_pb2.Summary.Value(tag="train/reward", simple_value=42.0)])))
+    return out
+
+
+def general_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every record through decode_event: _simple finds no record of the common layout."""
+    real = tb._simple
+
+    def none(arr: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
+        simple, *rest = real(arr, starts, lengths)
+        return (np.zeros_like(simple), *(x[:0] for x in rest[:3]), [])
+
+    monkeypatch.setattr(tb, "_simple", none)
+
+
+def exact(rows: dict[int, dict[str, float]]) -> dict[int, dict[str, str]]:
+    """Values by repr: NaN equals NaN, -0.0 differs from 0.0."""
+    return {s: {t: repr(v) for t, v in r.items()} for s, r in rows.items()}
+
+
+def corrupt(path: Path, out: Path, clean: Path) -> list[int]:
+    """A copy of the file with a bad data CRC on a common-layout record and on a record of several values, and
+    a malformed common-layout record (right CRC); `clean` gets the file without those three. Returns the
+    records hit (1-based)."""
+    # after the writer's own file_version and ours: step 0's several values; step 1, tag "t"; step 128, "a" * 118
+    hit = [10, 11, 27]
+    bad, kept = [], []
+    for i, rec in enumerate(raw_records(path), 1):
+        if i in hit:
+            rec = bytearray(rec)
+            if i == 27:  # the value's key 0x15 made 0x17 (wire type 7): malformed, its CRC made right again
+                assert rec[-9] == 0x15
+                rec[-9] = 0x17
+                rec[-4:] = struct.pack("<I", tb.masked_crc32c(bytes(rec[12:-4])))
+            else:
+                rec[-6] ^= 0x40
+        else:
+            kept.append(rec)
+        bad.append(bytes(rec))
+    out.write_bytes(b"".join(bad))
+    clean.write_bytes(b"".join(kept))
+    return hit
+
+
+def test_the_fast_path_equals_the_general_decoder_and_tensorboards_loader(tmp_path, monkeypatch):
+    src = write(tmp_path / "tb", odd_simple_events())
+    path, clean = tmp_path / "events.out.tfevents.bad", tmp_path / "events.out.tfevents.clean"
+    hit = corrupt(src, path, clean)
+    fast, fast_errors = ours(path)
+    assert sorted(e.line for e in fast_errors) == hit
+    assert exact(fast) == exact(official(clean))
+    # the malformed record is reported as it is read, bad data CRCs once the buffer's records are read
+    assert [(e.line, "malformed" in e.message) for e in fast_errors] == [(27, True), (10, False), (11, False)]
+    # the layout's edges went through the fast path (the test would prove nothing otherwise): 5 tags at each
+    # step but 0 (a step of 0 is left out by the writer), and the last record
+    records = raw_records(path)
+    arr = np.frombuffer(path.read_bytes(), dtype=np.uint8)
+    starts = np.cumsum([0] + [len(r) for r in records])[:-1] + 12
+    simple, steps, _values, _ids, names = tb._simple(arr, starts, np.array([len(r) - 16 for r in records]))
+    assert int(simple.sum()) == 13 * 5 + 1 - 1  # record 27's layout is broken
+    assert {"t", "a" * 118, "ünï/cødé"} <= set(names) and "b" * 119 not in names
+    assert {-2**63, 2**63 - 1, 2**62 + 3, -1, 2_097_152} <= set(steps.tolist())
+    general_only(monkeypatch)
+    slow, slow_errors = ours(path)
+    assert exact(slow) == exact(fast)
+    assert slow_errors == fast_errors
+
+
+@pytest.mark.parametrize("chunk", [97, 1000, 1 << 20])
+def test_records_split_across_buffer_reads_give_the_same_scalars(tmp_path, monkeypatch, chunk):
+    path = write(tmp_path / "tb", odd_simple_events())
+    whole = exact(ours(path)[0])
+    monkeypatch.setattr(tb, "CHUNK", chunk)
+    assert exact(ours(path)[0]) == whole
+    assert exact(official(path)) == whole
+
+
+def test_columns_are_the_rows_as_columns(tmp_path):
+    from triage_agent.runs.formats.base import Columns
+
+    events = tb.Events()
+    path = write(tmp_path / "tb", odd_simple_events())
+    events.absorb(path, "ev")
+    got, want = events.columns(), Columns.from_rows(events.rows())
+    assert got.n == want.n == 14 and got.keys == want.keys
+    assert got.keys[:4] == ["step", "t", "train/reward", "a" * 118]  # first appearance: step -2**63's record order
+    for k in want.values:
+        np.testing.assert_array_equal(got.values[k], want.values[k])
+        np.testing.assert_array_equal(got.present[k], want.present[k])
+    assert got.values["train/reward"][np.flatnonzero(got.values["step"] == 1)[0]] == 42.0  # the later value
+
+
+def test_a_tag_named_step_keeps_the_row_paths_meaning(tmp_path):
+    """A tag named "step" replaces the step in its row's dict (as it always has); the columns say the same."""
+    path = write(tmp_path / "tb", scalar_events(3, ["step", "loss"]))
+    events = tb.Events()
+    events.absorb(path, "ev")
+    logged = official(path)
+    assert [r["step"] for r in events.rows()] == [logged[s]["step"] for s in range(3)]
+    got = events.columns()
+    assert got.keys == ["step", "loss"]
+    assert got.values["step"].tolist() == [logged[s]["step"] for s in range(3)]
+    assert got.values["loss"].tolist() == [logged[s]["loss"] for s in range(3)]
+
+
+def test_repeated_steps_are_merged_as_they_are_read(tmp_path, monkeypatch):
+    """A writer logging the same steps again (a restart, or step 0 throughout): the later value wins, the tags
+    keep the order of their first appearance, and what is held stays one entry per (step, tag)."""
+    events = [ev for rnd in range(3) for ev in scalar_events(10, ["b", "a"], seed=rnd)]
+    path = write(tmp_path / "tb", events)
+    want = official(path)  # the third pass's values: seed 2
+    monkeypatch.setattr(tb, "CHUNK", 200)  # many buffer reads, each a piece
+    monkeypatch.setattr(tb, "COMPACT", 4)
+    got = tb.Events()
+    got.absorb(path, "ev")
+    assert sum(len(x) for x in got._steps) <= 20 + 4 + 200 // 40  # the merged pairs, then what came after
+    assert exact({r.pop("step"): r for r in got.rows()}) == exact(want)
+    assert got.columns().keys == ["step", "b", "a"]
+    assert want[3]["a"] == scalar_events(10, ["b", "a"], seed=2)[7].summary.value[0].simple_value

@@ -248,11 +248,11 @@ def grad_norm_spike(facts: Facts, rules: Rules) -> Finding | None:
         return None
     # steps with a gradient norm of exactly 0 (optim.zero_grad's) stay out of the running median: a TRL VLM run
     # (tests/real_runs, aokvqa) with 0.0 on 12 of 18 steps had a median of 0, so any step above 1.0 was a "spike"
-    idx = trends.spikes(s.values, rules["grad_spike_ratio"], rules["grad_spike_min"], int(rules["grad_spike_history"]),
-                        skip_zero=True)
+    idx, running = trends.spikes_and_medians(s.values, rules["grad_spike_ratio"], rules["grad_spike_min"],
+                                             int(rules["grad_spike_history"]), skip_zero=True)
     if not idx:
         return None
-    medians = {i: float(np.median(s.values[:i][s.values[:i] != 0.0])) for i in idx}
+    medians = {i: float(running[i]) for i in idx}  # the median of the non-zero values before i
     ratios = {i: float(s.values[i]) / medians[i] if medians[i] > 0 else float("inf") for i in idx}
     # isolated: the next logged step is back under the bar (a one-step, clipped spike); sustained otherwise
     sustained = [i for i in idx if i + 1 < s.n and s.values[i + 1] > rules["grad_spike_ratio"] * medians[i]]

@@ -166,4 +166,5 @@ class Follower(Reader):
         if got is None or got[0] != inode:
             got = self.events[rel] = (inode, tb.Events())
         errors = got[1].absorb(path, rel)
-        return FormatRead(rows=got[1].rows(), errors=errors)
+        # as columns: the whole file's scalars each pass (fresh dict rows were canonicalised afresh anyway)
+        return FormatRead(columns=got[1].columns(), errors=errors)
