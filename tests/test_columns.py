@@ -31,7 +31,7 @@ def rows(draw: st.DrawFn) -> list[dict[str, object]]:
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(rows(), st.sampled_from([None, {"reward": "custom/x"}, {"kl": "entropy"}]))
 def test_columns_and_rows_give_the_same_canonical_frame(data, mapping):
     want = canonicalize(data, mapping)
