@@ -68,6 +68,12 @@ def run_fn(fn: Any, argv: list[str] | None = None, env: dict[str, str] | None = 
         code: int | None = None
         out, err = io.StringIO(), io.StringIO()
         try:
+            # a real `triage` starts as a fresh process: a forkserver the test process started earlier (a sweep
+            # test run in-process) is not this child's to use, and waitpid on it fails
+            import multiprocessing.forkserver as forkserver
+
+            fs = forkserver._forkserver  # type: ignore[attr-defined]
+            fs._forkserver_pid = fs._forkserver_address = fs._forkserver_alive_fd = None
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
             os.environ.update(env or {})
             code = fn(out, err)
