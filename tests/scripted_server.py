@@ -46,6 +46,7 @@ class ScriptedServer:
         self.key = key
         self.models = models if models is not None else ["scripted-model"]
         self.requests: list[dict[str, Any]] = []
+        self.stream_ends: list[tuple[int, float]] = []  # per stream: (chunks sent, when it ended)
         self.headers: list[dict[str, str]] = []
         server = self
 
@@ -106,12 +107,19 @@ class ScriptedServer:
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")
                     self.end_headers()
+                    sent = 0
                     for chunk in reply["stream"]:
                         if reply.get("delay") and self.wfile.closed:
                             break
-                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                        self.wfile.flush()
+                        try:
+                            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                            self.wfile.flush()
+                        except OSError:  # the client hung up: the stream ends here
+                            server.stream_ends.append((sent, time.monotonic()))
+                            return
+                        sent += 1
                         time.sleep(reply.get("delay", 0))
+                    server.stream_ends.append((sent, time.monotonic()))
                     if not reply.get("no_done"):  # llama-cpp-python ends some failed streams with nothing
                         with contextlib.suppress(OSError):  # the client hung up (Ctrl-C)
                             self.wfile.write(b"data: [DONE]\n\n")

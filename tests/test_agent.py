@@ -506,3 +506,33 @@ def test_a_malformed_or_failed_reply_keeps_the_rules_report_in_the_terminal(env,
     assert code == 3
     assert "filter.boundary_starved" in out and "the model part failed" in out
     assert err.strip().startswith("triage: ") and "the report above is the rules' own" in err
+
+
+def test_ctrl_c_during_a_streamed_answer_closes_its_connection():
+    """Ctrl-C stops a chat answer (KeyboardInterrupt in the main thread while the request runs in its worker):
+    the connection is closed at once, so the server stops generating, instead of streaming on unread."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from triage_agent.llm.client import LLMClient
+
+    slow = {"stream": stream_chunks("word " * 100), "delay": 0.05}  # 5 s in all
+    with ScriptedServer([slow]) as srv:
+        client = LLMClient(Settings(base_url=srv.base_url, model="m", retry_wait=0.01))
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+        # Python's own handler, even when the tests were started with SIGINT ignored (a background job)
+        before = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                client.chat([{"role": "user", "content": "talk slowly"}], stream=True, on_text=lambda _t: None)
+        finally:
+            signal.signal(signal.SIGINT, before)
+        stopped = time.monotonic()
+        deadline = stopped + 5
+        while not srv.stream_ends and time.monotonic() < deadline:
+            time.sleep(0.02)
+    sent, ended = srv.stream_ends[0]
+    assert sent < 60 and ended - stopped < 1.0  # ~10 chunks before Ctrl-C, a few more at most after

@@ -13,12 +13,12 @@ from tests.scripted_server import ScriptedServer, stream_chunks, tool_call
 RUN = SAMPLES / "boundary_collapse"
 
 
-def spawn(tmp_path, *args):
+def spawn(tmp_path, *args, preexec_fn=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TRIAGE_"))}
     env |= {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
             "COLUMNS": "120", "TERM": "xterm"}
     return pexpect.spawn(sys.executable, ["-m", "triage_agent", "chat", str(RUN), *args], env=env,
-                         encoding="utf-8", timeout=30, dimensions=(40, 120))
+                         encoding="utf-8", timeout=30, dimensions=(40, 120), preexec_fn=preexec_fn)
 
 
 def test_two_questions_simulate_and_exit(tmp_path):
@@ -74,10 +74,20 @@ def test_resume_continues_the_last_conversation(tmp_path):
     assert "first?" in [m.get("content") for m in srv.requests[1]["messages"]]
 
 
-def test_ctrl_c_stops_the_answer_not_the_session(tmp_path):
+def _sigint_ignored() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_ctrl_c_stops_the_answer_not_the_session(tmp_path, sigint):
+    # "ignored": started as a background job of a non-interactive shell is (SIGINT ignored, inherited across exec;
+    # Python then installs no KeyboardInterrupt handler). CI started that way once, and Ctrl-C did nothing.
     slow = {"stream": stream_chunks("word " * 200), "delay": 0.05}
     with ScriptedServer([slow, {"stream": stream_chunks("Still here.")}]) as srv:
-        child = spawn(tmp_path, "--base-url", srv.base_url, "--model", "m")
+        child = spawn(tmp_path, "--base-url", srv.base_url, "--model", "m",
+                      preexec_fn=_sigint_ignored if sigint == "ignored" else None)
         child.expect_exact("triage> ")
         child.sendline("talk slowly")
         child.expect("word")

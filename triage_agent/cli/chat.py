@@ -24,7 +24,18 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.render.chat import repl
 
     session, status = start(args.run, settings_from(args), dict(os.environ), args.resume)
+    _ctrl_c_stops_answers()
     return repl(session, out, status)
+
+
+def _ctrl_c_stops_answers() -> None:
+    """A process started with SIGINT ignored (a background job of a non-interactive shell, some launchers) gets
+    no KeyboardInterrupt from Python, and Ctrl-C in the chat would do nothing: the chat says Ctrl-C stops an
+    answer, so it asks for the signal back."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 COMMAND = Command(

@@ -294,7 +294,13 @@ class LLMClient:
                 done.set()
 
         threading.Thread(target=work, daemon=True, name="triage-request").start()
-        if not done.wait(seconds):
+        try:
+            finished = done.wait(seconds)
+        except KeyboardInterrupt:  # Ctrl-C in chat stops this answer: stop its text and the server's generation
+            self.given_up += 1
+            self._reconnect()
+            raise
+        if not finished:
             self.given_up += 1  # the worker may still deliver text: it is dropped from now on
             self._reconnect()  # closing the connection tells the server to stop generating for us
             raise EndpointError("timeout", timeout_message(self.settings.base_url, seconds))
