@@ -206,6 +206,12 @@ class LLMClient:
         return OpenAI(base_url=self.settings.base_url, api_key=self.settings.api_key or "not-needed",
                       max_retries=0, timeout=timeout)
 
+    def _abandon(self) -> None:
+        """Give up on the request in flight: the worker may still deliver text, dropped from now on, and closing
+        its connection tells the server to stop generating for us."""
+        self.given_up += 1
+        self._reconnect()
+
     def _reconnect(self) -> None:
         """Drop the connections of a request given up on, and start the next request on fresh ones."""
         old, self.sdk = self.sdk, self._sdk()
@@ -297,12 +303,10 @@ class LLMClient:
         try:
             finished = done.wait(seconds)
         except KeyboardInterrupt:  # Ctrl-C in chat stops this answer: stop its text and the server's generation
-            self.given_up += 1
-            self._reconnect()
+            self._abandon()
             raise
         if not finished:
-            self.given_up += 1  # the worker may still deliver text: it is dropped from now on
-            self._reconnect()  # closing the connection tells the server to stop generating for us
+            self._abandon()
             raise EndpointError("timeout", timeout_message(self.settings.base_url, seconds))
         if "error" in box:
             raise box["error"]
