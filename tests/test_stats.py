@@ -83,21 +83,21 @@ def _spikes_with_heaps(values, ratio, floor, min_history):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_spikes_agree_with_the_two_heap_running_median(seed):
-    from triage_agent.analysis.trends import spikes
+    from triage_agent.analysis.trends import spikes_and_medians
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 400))
     values = np.abs(rng.standard_cauchy(n)) if seed % 2 else rng.integers(0, 5, n).astype(float)  # ties too
     for ratio, floor, history in ((3.0, 0.5, 10), (1.5, 0.0, 1), (5.0, 2.0, 50)):
-        assert spikes(values, ratio, floor, history) == _spikes_with_heaps(values, ratio, floor, history)
+        assert spikes_and_medians(values, ratio, floor, history)[0] == _spikes_with_heaps(values, ratio, floor, history)
 
 
 def test_spikes_worked_example():
-    from triage_agent.analysis.trends import spikes
+    from triage_agent.analysis.trends import spikes_and_medians
 
     # medians before index 3: of [1, 1, 2] = 1; index 3 (10) > 3 x 1; index 4: median of [1, 1, 2, 10] = 1.5,
     # 4 < 4.5; index 5: median of [1, 1, 2, 10, 4] = 2, 7 > 6
-    assert spikes(np.array([1.0, 1.0, 2.0, 10.0, 4.0, 7.0]), 3.0, 0.5, 3) == [3, 5]
+    assert spikes_and_medians(np.array([1.0, 1.0, 2.0, 10.0, 4.0, 7.0]), 3.0, 0.5, 3)[0] == [3, 5]
 
 
 @pytest.mark.parametrize("seed", range(10))

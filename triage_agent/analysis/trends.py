@@ -57,18 +57,13 @@ def rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
-def spikes(values: np.ndarray, ratio: float, floor: float, min_history: int, skip_zero: bool = False) -> list[int]:
-    """Indexes whose value exceeds `ratio` x the median of all values before it (at least `min_history`
-    of them) and `floor` (see `spikes_and_medians`)."""
-    return spikes_and_medians(values, ratio, floor, min_history, skip_zero)[0]
-
-
 def spikes_and_medians(values: np.ndarray, ratio: float, floor: float, min_history: int,
                        skip_zero: bool = False) -> tuple[list[int], np.ndarray]:
-    """`spikes`, and the running median each index is held to (NaN before any value; its prefix median, so a
-    caller needs no np.median per spike: 20,000 spikes in 125,000 steps took 17 s that way). The running
-    median is pandas' expanding median (a skiplist in C: 200,000 points in ~0.1 s, where two heaps in Python
-    took a second); a NaN counts as no value. With `skip_zero`, values of exactly 0 count as no value either:
+    """Indexes whose value exceeds `ratio` x the median of all values before it (at least `min_history`
+    of them) and `floor`, and the running median each index is held to (NaN before any value; its prefix
+    median, so a caller needs no np.median per spike: 20,000 spikes in 125,000 steps took 17 s that way).
+    The running median is pandas' expanding median (a skiplist in C: 200,000 points in ~0.1 s, where two heaps
+    in Python took a second); a NaN counts as no value. With `skip_zero`, values of exactly 0 count as no value either:
     they stay out of the median and the history (a gradient norm of 0 is a step with nothing to learn, not a
     small gradient: a median of 0 would make any later step a spike)."""
     v = np.asarray(values, dtype=float)
