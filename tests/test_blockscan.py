@@ -127,9 +127,10 @@ FRAGMENTS = st.sampled_from([
 
 @settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(FRAGMENTS, max_size=60), steps=st.lists(st.integers(0, 10**6), min_size=60, max_size=60),
-       block=st.integers(64, 700))
-def test_block_and_line_scanners_agree_on_anything(tmp_path_factory, monkeypatch, parts, steps, block):
+       block=st.integers(64, 700), dense=st.booleans())
+def test_block_and_line_scanners_agree_on_anything(tmp_path_factory, monkeypatch, parts, steps, block, dense):
     monkeypatch.setattr(blockscan, "BLOCK", block)
+    monkeypatch.setattr(blockscan, "DENSE", 0 if dense else 10**9)  # lines cut by NumPy, or one by one
     monkeypatch.setattr(logs, "DETECT_LINES", 2)
     monkeypatch.setattr(logs, "MAX_LINE", 256)  # the 300-byte fragment is a line too long to read
     text = "".join(p.replace("step:7", f"step:{s}") for p, s in zip(parts, steps))
@@ -137,3 +138,24 @@ def test_block_and_line_scanners_agree_on_anything(tmp_path_factory, monkeypatch
     path.write_bytes(text.encode("utf-8", errors="surrogateescape") if "\xff" not in text
                      else text.encode("latin-1", errors="replace"))
     assert equal(scan_log(path, "any.log", jobs=2), scan_log_lines(path, "any.log"))
+
+
+@settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(FRAGMENTS, max_size=60), block=st.integers(64, 700), max_line=st.integers(40, 400))
+def test_dense_and_one_by_one_cuts_give_the_same_blocks(tmp_path_factory, monkeypatch, parts, block, max_line):
+    # the two ways of cutting a block's marked lines, held to the same Block (offsets, newline counts, bytes,
+    # lines too long or crossing the block's edges) on the same file
+    monkeypatch.setattr(blockscan, "BLOCK", block)
+    path = tmp_path_factory.mktemp("cut") / "any.log"
+    path.write_bytes("".join(parts).encode("latin-1", errors="replace"))
+    size = path.stat().st_size
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = {}
+        for dense in (0, 10**9):
+            monkeypatch.setattr(blockscan, "DENSE", dense)
+            got[dense] = list(blockscan.blocks(fd, size, 0, logs.MARKERS, max_line, 1))
+    finally:
+        os.close(fd)
+    assert got[0] == got[10**9]

@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 BLOCK = 8 << 20  # bytes per block: large enough for the search to run at speed, small enough to bound memory
+# hits in a block above which its lines are cut out by NumPy (a fixed ~10 ms a block, then ~1 µs a line, against
+# ~4 µs a line found one by one)
+DENSE = 4096
 ENGINE_ENV = "TRIAGE_SCAN_ENGINE"  # force one engine: hyperscan, re2 or re
 
 
@@ -127,9 +130,12 @@ def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_
     buf = os.pread(fd, end - start + overlap, start)
     n = end - start
     arr = np.frombuffer(buf, dtype=np.uint8, count=n)
+    hits = find(buf, n)
+    if len(hits) > DENSE:
+        return _cut_dense(fd, size, start, buf, n, hits, max_line)
     blk = Block()
     counted, at, skip_until = 0, 0, -1
-    for p in find(buf, n):
+    for p in hits:
         if p < skip_until:
             continue  # another marker on a line already cut out
         ls = buf.rfind(b"\n", 0, p) + 1
@@ -145,6 +151,27 @@ def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_
         blk.lines.append((gstart, counted, raw))
         skip_until = le + 1 if le >= 0 else len(buf)
     blk.newlines = counted + _newlines(arr, at, n)
+    return blk
+
+
+def _cut_dense(fd: int, size: int, start: int, buf: bytes, n: int, hits: list[int], max_line: int) -> Block:
+    """`_scan_block`'s answer for a block where most lines hold a marker (a dense metric log): each hit's line
+    found with NumPy over the block's newlines, not by a search back and forth from each hit."""
+    newline = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
+    at = np.asarray(hits)
+    # a hit's line: the newlines before it; each line once, with its first hit
+    lines, first = np.unique(np.searchsorted(newline, at), return_index=True)
+    padded = np.append(newline, -2)  # past the last newline: no newline ends the line in the buffer
+    starts = np.where(lines > 0, padded[lines - 1] + 1, 0)
+    ends = padded[lines] + 1  # just after its newline; -1 when none
+    blk = Block(newlines=int(np.searchsorted(newline, n)))
+    last = len(buf)
+    for ls, le, before, p in zip(starts.tolist(), ends.tolist(), lines.tolist(), at[first].tolist()):
+        if (ls == 0 and start > 0) or (le < 0 and start + last < size):
+            gstart, raw = _line_at(fd, size, start + p, max_line)  # the line crosses the block's edge
+            blk.lines.append((gstart, 0 if gstart < start else before, raw))
+        else:
+            blk.lines.append((start + ls, before, _readable(buf[ls:last if le < 0 else le], max_line)))
     return blk
 
 
