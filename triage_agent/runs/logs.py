@@ -16,6 +16,7 @@ Logs can be gigabytes, so a scan reads them by blocks and parses only the lines 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -87,7 +88,8 @@ _FATAL_ANY = re.compile("|".join(re.escape(lit) for _p, _label, lits in _FATAL f
 # which of them, overlapping ones included (a lookahead at each position): only on the lines the gate passed
 _FATAL_WHICH = re.compile(f"(?=({_FATAL_ANY.pattern}))")
 # the literals _COMPLETED needs, searched first for the same reason
-_COMPLETED_ANY = re.compile(r"raining|ine-tuning|Final validation|train metrics|exits successfully")
+# (not "raining": every redraw of verl's "Training Progress" bar holds it)
+_COMPLETED_ANY = re.compile(r"complete|finished|Final validation|train metrics|exits successfully")
 # What a line must hold to be read at all (most of a log is rollout text): the metric line, progress bar,
 # dict line, traceback and fatal-line markers of every reader above. Each _FATAL pattern holds one of them.
 STRUCTURAL: tuple[bytes, ...] = (
@@ -185,6 +187,76 @@ def parse_value(raw: str) -> float | None:
     return values.parse(raw)
 
 
+# verl's step line in its plain shape, read straight from the raw bytes (a dense log has one a step, each at ~30
+# µs through clean + parse_metric_line): an optional Ray prefix in colour, then `step:N - ` and `key:number` pairs
+_STEP_FAST = re.compile(rb"(?:\x1b\[[0-9;]*m)?(?:\([\w.:-]+ pid=\d+(?:, ip=[\w.:]+)?\) ?)?(?:\x1b\[0m ?)?step:(\d+) - ")
+
+
+# a Ray worker's prefix as clean() strips it (colours, then the prefix and one space), ahead of a bar's redraw
+_BAR_PREFIX = re.compile(rb"(?:(?:\x1b\[[0-9;]*m)?\([\w.:-]+ pid=\d+(?:, ip=[\w.:]+)?\)(?:\x1b\[0m)? ?)?")
+# what else a line may hold that `line` reads (a step header or line, the banners, the completion words, a colour
+# or repeat marker clean() strips, a glued dict or a redraw after a carriage return): such a bar goes the general way
+_NOT_PLAIN_BAR = re.compile(rb"Step |step:|Total training steps|optimization steps|total steps|Total steps|"
+                            rb"Num Epochs|logging_steps|complete|finished|Final validation|train metrics|"
+                            rb"exits successfully|\[repeated |\x1b|\{|\r(?![\r\n]*\Z)")
+_NP_SCALAR = re.compile(rb":np\.\w+\(")  # a value as numpy prints a scalar of any type
+_NOT_SHAPE = bytes(c for c in range(256) if c not in b"\x01:()")  # translate deletes these: a rest's shape remains
+_KEYS: dict[tuple[bytes, ...], tuple[str, ...] | None] = {}  # the keys of the line shapes seen (a dense log: one)
+
+
+def fast_step_row(raw: bytes) -> dict[str, Any] | None:
+    """A plain verl step line's row, exactly as `parse_metric_line(clean(line))` reads it, by whole-line bytes
+    operations (a dense log has a line a step, and the Python work per line is what its read costs); None for
+    any other line, which then goes the general way.
+
+    Plain: after the step (and a Ray prefix in colour), ASCII `key:value` parts, one colon each, and each value
+    a number `float` reads, bare or as numpy prints a scalar: `np.float64(X)`, `np.int32(X)`, the brackets around
+    the whole value.
+    Anything else (a `tensor(...)`, a percentage, a colon in a value, colours or Ray's repeat marker in the
+    rest, a `step` key) goes the general way. (Joining a block's lines to do this once for all was slower:
+    the operations on one line stay in the cache.)
+    """
+    m = _STEP_FAST.match(raw)
+    if m is None:
+        return None
+    rest = raw[m.end():].rstrip(b"\r\n")
+    if not rest.isascii() or b"\x1b" in rest or b"\x01" in rest or b"[repeated " in rest:
+        return None
+    framed = rest.replace(b" - ", b"\x01")
+    parts = framed.count(b"\x01") + 1
+    shape = framed.translate(None, _NOT_SHAPE)  # `:\x01:\x01...:`, with `()` after the colon of a wrapped value
+    if b"(" in shape or b")" in shape:
+        n = shape.count(b"(")
+        if framed.count(b":np.float64(") != n:
+            framed = _NP_SCALAR.sub(b":np.float64(", framed)  # np.int32(16), np.float32(0.5): parse_value reads alike
+        # each `(` ends a `np.float64(` just after its part's colon, each `)` ends its part, and the two are
+        # adjacent in the shape: in the same part
+        if shape.count(b")") != n or framed.count(b":np.float64(") != n or (framed + b"\x01").count(b")\x01") != n:
+            return None
+        shape = shape.replace(b"()", b"")
+        framed = framed.replace(b"np.float64(", b"").replace(b")", b"")
+    if shape != b":\x01" * (parts - 1) + b":":
+        return None  # a part without its one colon
+    flat = framed.replace(b"\x01", b":").split(b":")  # key, value, key, value, ...
+    kb = tuple(flat[0::2])
+    keys = _KEYS.get(kb, ())
+    if keys == ():
+        names = tuple(k.decode().strip() for k in kb)
+        keys = None if "step" in names else names  # parse_metric_line skips a `step` key: the general way does
+        if len(_KEYS) >= 256:
+            _KEYS.clear()
+        _KEYS[kb] = keys
+    if keys is None:
+        return None
+    try:
+        vals = list(map(float, flat[1::2]))
+    except ValueError:
+        return None  # parse_value may still read it (a percentage, a quoted number): the general way
+    row: dict[str, Any] = {"step": int(m.group(1))}
+    row.update(zip(keys, vals))
+    return row
+
+
 def parse_metric_line(text: str) -> dict[str, Any] | None:
     """`step:3 - key:value - ...` (verl's concat_dict_to_str) -> {"step": 3, key: value, ...}."""
     m = _METRIC_START.search(text)
@@ -233,8 +305,19 @@ def parse_dict_line(text: str) -> dict[str, Any] | None:
     return row or None
 
 
+@functools.lru_cache(maxsize=256)
+def _bar_kind(desc: str) -> tuple[bool, tuple[int, int] | None]:
+    """Whether a bar with this description counts training steps, and its `Episode [i/n]` (cached: a bar is
+    redrawn at every step with the same description, and the two searches cost more than the rest of the line)."""
+    train = (_TRAIN_BAR.search(desc) is not None or not desc.strip()) and _OTHER_BAR.search(desc) is None
+    ep = _EPISODE.search(desc)
+    return train, (int(ep.group(1)), int(ep.group(2))) if ep else None
+
+
 def postfix_row(rest: str) -> dict[str, float]:
     """The `key=value` pairs of a tqdm postfix (after the elapsed/remaining and rate fields)."""
+    if "=" not in rest:  # a bar without a postfix, most of them
+        return {}
     return {m.group("k"): float(m.group("v")) for m in _POSTFIX.finditer(rest.replace(" ", ""))}
 
 
@@ -396,6 +479,13 @@ class Scanner:
             scan.started = True
         # the trainer's name and training evidence are looked for in the head of the log only: bounded work
         detecting = lineno <= DETECT_LINES and (scan.evidence is None or scan.trainer is None)
+        if not detecting and self.tb is None and self.block is None:
+            # a dense log's two kinds of lines, read from their bytes: what the general way below does with them
+            if (row := fast_step_row(raw)) is not None:
+                self.add_row(row, lineno)
+                return
+            if b"%|" in raw and self.fast_bar(raw, lineno):
+                return
         interesting = detecting or self.linewise or _INTERESTING.search(raw) is not None
         if not interesting:
             if not scan.metric_steps and _METRIC_MARK.search(raw) is not None:
@@ -537,19 +627,33 @@ class Scanner:
         if vals and cur > 0:
             self.postfix = (cur, vals)
 
+    def train_redraw(self, pm: re.Match[str], lineno: int) -> bool:
+        """A bar's redraw (a `_PROGRESS` match) noted when the bar counts training steps; whether it does."""
+        train, ep = _bar_kind(pm.group("desc"))
+        if not train:
+            return False
+        cur, tot = int(pm.group("cur")), int(pm.group("tot"))
+        if ep and tot:  # OpenRLHF's bar restarts each episode: the step counts on across episodes
+            done = (ep[0] - 1) * tot
+            cur, tot = done + cur, ep[1] * tot
+        self.progress_bar(cur, tot, pm.group("rest") or "", lineno)
+        return True
+
+    def fast_bar(self, raw: bytes, lineno: int) -> bool:
+        """A training bar's plain redraw (after a Ray prefix in colour), read as `line` reads it through clean and
+        segment; False for any line that holds more (see _NOT_PLAIN_BAR), which then goes the general way."""
+        body = raw[_BAR_PREFIX.match(raw).end():]  # type: ignore[union-attr]  # the pattern matches "" too
+        if body.startswith(b"(") or _NOT_PLAIN_BAR.search(body) is not None:
+            return False
+        pm = _PROGRESS.search(body.decode("utf-8", errors="replace").rstrip("\r\n"))
+        return pm is not None and self.train_redraw(pm, lineno)
+
     def segment(self, seg: str, lineno: int) -> bool:
         scan = self.scan
         if "%|" in seg:
             pm = _PROGRESS.search(seg)
-            if pm and (_TRAIN_BAR.search(pm.group("desc")) or not pm.group("desc").strip()) and not \
-                    _OTHER_BAR.search(pm.group("desc")):
-                cur, tot = int(pm.group("cur")), int(pm.group("tot"))
-                ep = _EPISODE.search(pm.group("desc"))
-                if ep and tot:  # OpenRLHF's bar restarts each episode: the step counts on across episodes
-                    done = (int(ep.group(1)) - 1) * tot
-                    cur, tot = done + cur, int(ep.group(2)) * tot
+            if pm and self.train_redraw(pm, lineno):
                 rest = seg[pm.end():]
-                self.progress_bar(cur, tot, pm.group("rest") or "", lineno)
                 if "{" in rest:  # stdout's dict glued to stderr's bar redraw on one line (`2>&1`): its own row
                     self.segment(rest[rest.index("{"):], lineno)
                 return True

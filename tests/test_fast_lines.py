@@ -1,0 +1,131 @@
+"""The fast ways through a dense log's two kinds of lines (logs.fast_step_row, Scanner.fast_bar) against the
+general way (clean, parse_metric_line, segment): the same scan, line for line, on real runs and on anything
+built from the shapes real trainers print, and the fast ways really taken on the lines they are for."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from triage_agent.runs import logs
+
+REAL = Path(__file__).resolve().parent / "real_runs"
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_runs"
+
+
+def general(raw: bytes) -> dict | None:
+    """The general way's row for a step line."""
+    return logs.parse_metric_line(logs.clean(raw.decode("utf-8", errors="replace").rstrip("\r\n")))
+
+
+def scan(lines: list[bytes], fast: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+    with monkeypatch.context() as m:
+        if not fast:
+            m.setattr(logs, "fast_step_row", lambda raw: None)
+            m.setattr(logs.Scanner, "fast_bar", lambda self, raw, lineno: False)
+        sc = logs.Scanner("x.log")
+        for n, raw in enumerate(lines, 1):
+            sc.line(raw, n)
+        return repr(sc.finish())  # repr: NaN values compare equal
+
+
+def test_hand_worked_step_lines():
+    prefix = b"\x1b[36m(TaskRunner pid=4242)\x1b[0m "
+    assert logs.fast_step_row(prefix + b"step:7 - a/b:np.float64(0.5) - c:-1e-06 - d:np.int32(16) - e:nan\n") == \
+        {"step": 7, "a/b": 0.5, "c": -1e-06, "d": 16.0, "e": pytest.approx(float("nan"), nan_ok=True)}
+    assert logs.fast_step_row(b"(main_task pid=1, ip=10.0.0.1) step:3 - x:2 - x:3\r\n") == {"step": 3, "x": 3.0}
+    # each of these is for the general way (which may still read it, differently or in part)
+    for line in (b"step:3 - a:tensor(0.5, device='cuda:0')", b"step:3 - a:45%", b"step:3 - a:0.5)",
+                 b"step:3 - a:np.float64(0.5", b"step:3 - a - b:1:2", b"step:3 - step:9 - a:1", b"step:3 - a:'0.5'",
+                 b"step:3 - a:1 [repeated 2x across cluster]", b"step:3 - \xc3\xa9:1", b"step:3 - a:1\rb:2",
+                 b"step:3 - a:np.float64(np.float64(1))", b"step:3 - a:np.float64(1)5 - b:1", b"x step:3 - a:1", b"step:3 -  a:1 - b:x"):
+        assert logs.fast_step_row(line) is None, line
+
+
+def test_real_verl_step_lines_read_alike_and_fast():
+    lines = [raw for name in ("verl_opd_qwen25_3b_length_growth/output.log",
+                              "verl_grpo_qwen25_15b_math_worker_died/train.out")
+             for raw in (REAL / name).read_bytes().splitlines(keepends=True) if b"step:" in raw]
+    fast = [logs.fast_step_row(raw) for raw in lines]
+    assert len(lines) == 181  # 160 and 21
+    # every one but the 16 that the log cut short in their last pair (`- val-aux`, `- .../best@16/mean:np.flo`),
+    # which the general way reads without it; np.int32 values are read on the fast way
+    last = [raw.rstrip().rsplit(b" - ", 1)[1].partition(b":")[0].decode() for raw in lines]
+    cut = [raw for raw, key in zip(lines, last) if key not in general(raw)]
+    assert len(cut) == 16
+    assert [raw for raw, row in zip(lines, fast) if row is None] == cut
+    assert any(b"np.int32(" in raw for raw, row in zip(lines, fast) if row is not None)
+    for raw, row in zip(lines, fast):
+        if row is not None:
+            assert repr(row) == repr(general(raw))
+
+
+def test_real_logs_scan_alike_with_and_without_the_fast_ways(monkeypatch):
+    logs_ = [p for p in (*REAL.rglob("*"), *SAMPLES.rglob("*"))
+             if p.is_file() and p.suffix in (".log", ".out", ".err", ".txt", ".md") and p.stat().st_size < 20_000_000]
+    bars = 0
+    for path in logs_:
+        lines = path.read_bytes().splitlines(keepends=True)
+        assert scan(lines, True, monkeypatch) == scan(lines, False, monkeypatch), path
+        bars += sum(b"Training Progress" in raw for raw in lines)
+    assert bars > 0  # real verl bars among them
+
+
+def test_the_fast_bar_is_taken_on_verl_redraws(monkeypatch):
+    taken = []
+    real = logs.Scanner.fast_bar
+
+    def spy(self, raw, lineno):
+        got = real(self, raw, lineno)
+        taken.append(got)
+        return got
+
+    monkeypatch.setattr(logs.Scanner, "fast_bar", spy)
+    sc = logs.Scanner("x.log")
+    lines = [b"Total training steps: 100\n"] * (logs.DETECT_LINES + 1) + [
+        b"\x1b[36m(TaskRunner pid=38606)\x1b[0m Training Progress:  45%|\xe2\x96\x88\xe2\x96\x88    | 45/100 "
+        b"[12:01<14:10,  1.00s/it]\n",
+        b"Training Progress:  46%|\xe2\x96\x88\xe2\x96\x88    | 46/100 [12:02<14:09,  1.00s/it]\n",
+        b"Training Progress: 100%|##########| 100/100 [1:00<00:00] Training completed\n"]  # the general way's
+    for n, raw in enumerate(lines, 1):
+        sc.line(raw, n)
+    assert taken == [True, True, False]
+    assert sc.finish().progress_current == 100
+
+
+PREFIXES = st.sampled_from([b"", b"\x1b[36m(TaskRunner pid=4242)\x1b[0m ", b"(WorkerDict pid=7, ip=10.0.0.2) ",
+                            b"\x1b[36m(TaskRunner pid=1) \x1b[0m ", b"(raylet) ", b"\x1b[33m", b"x "])
+KEYS = st.sampled_from([b"actor/entropy", b"critic/score/mean", b"step", b" a ", b"val-aux/r@16", b"k:x", b"",
+                        b"\xc3\xa9", b"a b"])
+VALUES = st.sampled_from([b"0.5", b"-1e-06", b"nan", b"-inf", b"np.float64(0.25)", b"np.int32(16)", b"45%", b"'0.5'",
+                          b"tensor(0.5, device='cuda:0')", b"0.5)", b"np.float64(0.5", b"True", b"1_0", b" 2 ", b"",
+                          b"np.float64(np.float64(1))", b"x:1", b"0.5\rTraining", b"np.float64(1)5", b"np.int64(2) "])
+BARS = st.sampled_from([
+    b"Training Progress:  45%|####      | 45/100 [12:01<14:10,  1.00s/it]",
+    b"Training Progress:  46%|####      | 46/100 [12:02<14:09,  1.00s/it, loss=0.5]",
+    b"Epoch 1:  10%|#         | 10/100 [00:10<01:30]{'loss': 0.5}", b"Generating: 50%|#####     | 5/10 [00:01<00:01]",
+    b" 30%|###       | 3/10 [00:03<00:07] Training completed", b"Total steps:  12%|#         | 12/100 [00:01<00:10]",
+    b"Episode [1/3]:  50%|#####     | 50/100 [00:01<00:01]", b"Train step 5%|#    | 5/100\r 6%|#    | 6/100 [00:06]"])
+
+
+@settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.one_of(
+    st.tuples(PREFIXES, st.integers(0, 10**6), st.lists(st.tuples(KEYS, VALUES), min_size=1, max_size=6),
+              st.sampled_from([b"\n", b"\r\n", b"", b"  \n"])).map(
+        lambda t: t[0] + b"step:%d - " % t[1] + b" - ".join(k + b":" + v for k, v in t[2]) + t[3]),
+    st.tuples(PREFIXES, BARS, st.sampled_from([b"\n", b"\r\n"])).map(lambda t: t[0] + t[1] + t[2]),
+    st.sampled_from([b"Traceback (most recent call last):\n", b'  File "a.py", line 1, in f\n', b"ValueError: x\n",
+                     b"= Step 3/10 =\n", b"loss: 0.5\n", b"Total training steps: 100\n"])), max_size=40))
+def test_anything_scans_alike_with_and_without_the_fast_ways(monkeypatch, lines):
+    monkeypatch.setattr(logs, "DETECT_LINES", 2)
+    lines = [b"banner\n"] * 3 + lines  # past the head, where the fast ways are taken
+    assert scan(lines, True, monkeypatch) == scan(lines, False, monkeypatch)
+    for raw in lines:
+        row = logs.fast_step_row(raw)
+        if row is not None:
+            assert repr(row) == repr(general(raw))
