@@ -1,6 +1,7 @@
-"""The fast ways through a dense log's two kinds of lines (logs.fast_step_row, Scanner.fast_bar) against the
-general way (clean, parse_metric_line, segment): the same scan, line for line, on real runs and on anything
-built from the shapes real trainers print, and the fast ways really taken on the lines they are for."""
+"""The fast ways through a dense log's two kinds of lines (logs.fast_step_row, Scanner.fast_bar), and past the
+line that ends a printed traceback (Scanner.unmarked), against the general way (clean, parse_metric_line,
+segment): the same scan, line for line, on real runs and on anything built from the shapes real trainers print,
+and the fast ways really taken on the lines they are for."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def scan(lines: list[bytes], fast: bool, monkeypatch: pytest.MonkeyPatch) -> str
         if not fast:
             m.setattr(logs, "fast_step_row", lambda raw: None)
             m.setattr(logs.Scanner, "fast_bar", lambda self, raw, lineno: False)
+            m.setattr(logs.Scanner, "unmarked", lambda self, raw, lineno: False)
         sc = logs.Scanner("x.log")
         for n, raw in enumerate(lines, 1):
             sc.line(raw, n)
@@ -119,7 +121,8 @@ BARS = st.sampled_from([
               st.sampled_from([b"\n", b"\r\n", b"", b"  \n"])).map(
         lambda t: t[0] + b"step:%d - " % t[1] + b" - ".join(k + b":" + v for k, v in t[2]) + t[3]),
     st.tuples(PREFIXES, BARS, st.sampled_from([b"\n", b"\r\n"])).map(lambda t: t[0] + t[1] + t[2]),
-    st.sampled_from([b"Traceback (most recent call last):\n", b'  File "a.py", line 1, in f\n', b"ValueError: x\n",
+    st.sampled_from([b"Traceback (most recent call last):\n", b"[sandbox] Traceback (most recent call last):\n",
+                     b"[sandbox]   File \"s.py\", line 4\n", b"reward: 0.5 loss: 0.1\n", b"torch.OutOfMemoryError: x\n", b'  File "a.py", line 1, in f\n', b"ValueError: x\n",
                      b"= Step 3/10 =\n", b"loss: 0.5\n", b"Total training steps: 100\n"])), max_size=40))
 def test_anything_scans_alike_with_and_without_the_fast_ways(monkeypatch, lines):
     monkeypatch.setattr(logs, "DETECT_LINES", 2)
@@ -129,3 +132,18 @@ def test_anything_scans_alike_with_and_without_the_fast_ways(monkeypatch, lines)
         row = logs.fast_step_row(raw)
         if row is not None:
             assert repr(row) == repr(general(raw))
+
+
+def test_a_metric_line_right_after_each_printed_traceback_is_still_read(monkeypatch):
+    # a custom loop that prints its metrics on the line after a handled traceback, three times
+    monkeypatch.setattr(logs, "DETECT_LINES", 2)
+    lines = [b"banner\n"] * 3
+    for i in (1, 2, 3):
+        lines += [b"[sandbox] Traceback (most recent call last):\n", b"step %d reward: 0.%d entropy: 0.25\n" % (i, i)]
+    sc = logs.Scanner("x.log")
+    for n, raw in enumerate(lines, 1):
+        sc.line(raw, n)
+    got = sc.finish()
+    assert got.metric_rows == [{"step": i, "reward": i / 10, "entropy": 0.25} for i in (1, 2, 3)]
+    assert got.handled_tracebacks == 3 and got.crash is None
+    assert scan(lines, True, monkeypatch) == scan(lines, False, monkeypatch)

@@ -32,6 +32,10 @@ class Block:
     # (offset of the line's start, newlines between the block's start and the line's start, the line with its
     # newline; None when it is longer than max_line)
     lines: list[tuple[int, int, bytes | None]] = field(default_factory=list)
+    # the bytes read from the block's start (the block, its overlap): lines after a marked line are read from
+    # them (a traceback printed in a rollout dump) without another read of the file
+    data: bytes = field(default=b"", repr=False, compare=False)
+    start: int = 0
 
 
 Finder = Callable[[bytes, int], list[int]]
@@ -133,7 +137,7 @@ def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_
     hits = find(buf, n)
     if len(hits) > DENSE:
         return _cut_dense(fd, size, start, buf, n, hits, max_line)
-    blk = Block()
+    blk = Block(data=buf, start=start)
     counted, at, skip_until = 0, 0, -1
     for p in hits:
         if p < skip_until:
@@ -164,7 +168,7 @@ def _cut_dense(fd: int, size: int, start: int, buf: bytes, n: int, hits: list[in
     padded = np.append(newline, -2)  # past the last newline: no newline ends the line in the buffer
     starts = np.where(lines > 0, padded[lines - 1] + 1, 0)
     ends = padded[lines] + 1  # just after its newline; -1 when none
-    blk = Block(newlines=int(np.searchsorted(newline, n)))
+    blk = Block(newlines=int(np.searchsorted(newline, n)), data=buf, start=start)
     last = len(buf)
     for ls, le, before, p in zip(starts.tolist(), ends.tolist(), lines.tolist(), at[first].tolist()):
         if (ls == 0 and start > 0) or (le < 0 and start + last < size):

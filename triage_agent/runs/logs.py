@@ -499,6 +499,8 @@ class Scanner:
             if _continues(self.tb, text, lineno):
                 return
             self.end_traceback()
+            if not detecting and self.block is None and self.unmarked(raw, lineno):
+                return
         if len(text) > MAX_LINE:
             return
         head = metricline.header(text) if (self.block is not None or b"Step " in raw) else None
@@ -626,6 +628,15 @@ class Scanner:
         vals = postfix_row(rest)
         if vals and cur > 0:
             self.postfix = (cur, vals)
+
+    def unmarked(self, raw: bytes, lineno: int) -> bool:
+        """The line that ended a traceback, read as `line` reads a line past the head with nothing open, when it
+        holds no marker (a rollout's next printed line, after each `[sandbox] Traceback`); False when it does."""
+        if _INTERESTING.search(raw) is not None:
+            return False
+        if not self.scan.metric_steps and _METRIC_MARK.search(raw) is not None:
+            self.metric_words(raw, lineno)
+        return True
 
     def train_redraw(self, pm: re.Match[str], lineno: int) -> bool:
         """A bar's redraw (a `_PROGRESS` match) noted when the bar counts training steps; whether it does."""
@@ -858,11 +869,13 @@ def _read_lines(sc: Scanner, fh: BinaryIO, lineno: int, stop: Callable[[int], bo
     return lineno
 
 
-def _read_open(sc: Scanner, fd: int, pos: int, end: int, lineno: int) -> int:
+def _read_open(sc: Scanner, fd: int, pos: int, end: int, lineno: int, chunk: bytes = b"", base: int = -1) -> int:
     """Feed the lines from byte `pos` while a traceback or step block is open and `pos` < `end`, as `_read_lines`
-    would, but by `pread` in small chunks: a rollout dump's many printed tracebacks cost no seek of the file
-    object (and no refill of its buffer) each. Returns the byte reached."""
-    chunk, base = b"", pos  # `chunk` holds the file's bytes from `base` on
+    would, from `chunk` (the file's bytes from `base` on: the block in hand) and then by `pread` in small chunks:
+    a rollout dump's many printed tracebacks cost no read of the file (or seek, or refill of a buffer) each.
+    Returns the byte reached."""
+    if not base <= pos <= base + len(chunk):
+        chunk, base = b"", pos
     while sc.linewise and pos < end:
         nl = chunk.find(b"\n", pos - base)
         if nl < 0 and len(chunk) - (pos - base) < MAX_LINE:
@@ -931,7 +944,7 @@ def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, job
                 continue
             sc.line(raw, at)
             if sc.linewise:  # a traceback or a step block: read on line by line until it ends
-                reached = _read_open(sc, fh.fileno(), at_byte + len(raw), end, at)
+                reached = _read_open(sc, fh.fileno(), at_byte + len(raw), end, at, blk.data, blk.start)
         before += blk.newlines
         pos = min(pos + blockscan.BLOCK, end)
         if pos < end and sc.markers() != markers:
