@@ -1,5 +1,5 @@
 """The fast ways through a dense log's two kinds of lines (logs.fast_step_row, Scanner.fast_bar), and past the
-line that ends a printed traceback (Scanner.unmarked), against the general way (clean, parse_metric_line,
+first and last lines of a printed traceback (Scanner.fast_traceback, Scanner.unmarked), against the general way (clean, parse_metric_line,
 segment): the same scan, line for line, on real runs and on anything built from the shapes real trainers print,
 and the fast ways really taken on the lines they are for."""
 
@@ -29,6 +29,7 @@ def scan(lines: list[bytes], fast: bool, monkeypatch: pytest.MonkeyPatch) -> str
             m.setattr(logs, "fast_step_row", lambda raw: None)
             m.setattr(logs.Scanner, "fast_bar", lambda self, raw, lineno: False)
             m.setattr(logs.Scanner, "unmarked", lambda self, raw, lineno: False)
+            m.setattr(logs.Scanner, "fast_traceback", lambda self, raw, lineno: False)
         sc = logs.Scanner("x.log")
         for n, raw in enumerate(lines, 1):
             sc.line(raw, n)
@@ -122,6 +123,12 @@ BARS = st.sampled_from([
         lambda t: t[0] + b"step:%d - " % t[1] + b" - ".join(k + b":" + v for k, v in t[2]) + t[3]),
     st.tuples(PREFIXES, BARS, st.sampled_from([b"\n", b"\r\n"])).map(lambda t: t[0] + t[1] + t[2]),
     st.sampled_from([b"Traceback (most recent call last):\n", b"[sandbox] Traceback (most recent call last):\n",
+                     b"\x1b[31mERROR\x1b[0m Traceback (most recent call last):\n", b"{'a': 1} Traceback (most recent",
+                     b" 5%|#  | 5/100 [00:05] Traceback (most recent call last):\n",
+                     b"\x1b[32m 5%|#  | 5/100 [00:05]\x1b[0m Traceback (most recent call last):\n", b"Traceback (most recent call last)\rx\n",
+                     b"\x1b[31mERROR\x1b[0m Traceback (most recent call last):\n", b"{'a': 1} Traceback (most recent",
+                     b" 5%|#  | 5/100 [00:05] Traceback (most recent call last):\n",
+                     b"\x1b[32m 5%|#  | 5/100 [00:05]\x1b[0m Traceback (most recent call last):\n", b"Traceback (most recent call last)\rx\n",
                      b"[sandbox]   File \"s.py\", line 4\n", b"reward: 0.5 loss: 0.1\n", b"torch.OutOfMemoryError: x\n", b'  File "a.py", line 1, in f\n', b"ValueError: x\n",
                      b"= Step 3/10 =\n", b"loss: 0.5\n", b"Total training steps: 100\n"])), max_size=40))
 def test_anything_scans_alike_with_and_without_the_fast_ways(monkeypatch, lines):

@@ -194,11 +194,13 @@ _STEP_FAST = re.compile(rb"(?:\x1b\[[0-9;]*m)?(?:\([\w.:-]+ pid=\d+(?:, ip=[\w.:
 
 # a Ray worker's prefix as clean() strips it (colours, then the prefix and one space), ahead of a bar's redraw
 _BAR_PREFIX = re.compile(rb"(?:(?:\x1b\[[0-9;]*m)?\([\w.:-]+ pid=\d+(?:, ip=[\w.:]+)?\)(?:\x1b\[0m)? ?)?")
-# what else a line may hold that `line` reads (a step header or line, the banners, the completion words, a colour
-# or repeat marker clean() strips, a glued dict or a redraw after a carriage return): such a bar goes the general way
-_NOT_PLAIN_BAR = re.compile(rb"Step |step:|Total training steps|optimization steps|total steps|Total steps|"
-                            rb"Num Epochs|logging_steps|complete|finished|Final validation|train metrics|"
-                            rb"exits successfully|\[repeated |\x1b|\{|\r(?![\r\n]*\Z)")
+# what else a line may hold that `line` reads (a step header or line, the banners, the completion words, a glued
+# dict or a redraw after a carriage return): a bar or a traceback's first line holding one goes the general way
+_OTHER_READERS = (rb"Step |step:|Total training steps|optimization steps|total steps|Total steps|Num Epochs|"
+                  rb"logging_steps|complete|finished|Final validation|train metrics|exits successfully|\{|"
+                  rb"\r(?![\r\n]*\Z)")
+_NOT_PLAIN_BAR = re.compile(_OTHER_READERS + rb"|\[repeated |\x1b")  # and what clean() would strip
+_NOT_PLAIN_TRACEBACK = re.compile(_OTHER_READERS + rb"|%\|")  # and a bar (read before a traceback)
 _NP_SCALAR = re.compile(rb":np\.\w+\(")  # a value as numpy prints a scalar of any type
 _NOT_SHAPE = bytes(c for c in range(256) if c not in b"\x01:()")  # translate deletes these: a rest's shape remains
 _KEYS: dict[tuple[bytes, ...], tuple[str, ...] | None] = {}  # the keys of the line shapes seen (a dense log: one)
@@ -486,6 +488,8 @@ class Scanner:
                 return
             if b"%|" in raw and self.fast_bar(raw, lineno):
                 return
+            if b"Traceback (most" in raw and self.fast_traceback(raw, lineno):
+                return
         interesting = detecting or self.linewise or _INTERESTING.search(raw) is not None
         if not interesting:
             if not scan.metric_steps and _METRIC_MARK.search(raw) is not None:
@@ -628,6 +632,21 @@ class Scanner:
         vals = postfix_row(rest)
         if vals and cur > 0:
             self.postfix = (cur, vals)
+
+    def fast_traceback(self, raw: bytes, lineno: int) -> bool:
+        """A traceback's first line (`[sandbox] Traceback ...` in a rollout dump, thousands of them), opened as
+        `line` opens it through segment; False for a line that holds more (see _NOT_PLAIN_TRACEBACK)."""
+        if _NOT_PLAIN_TRACEBACK.search(raw) is not None:
+            return False
+        text = clean(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        idx = text.find("Traceback (most recent call last)")
+        if idx < 0 or len(text) > MAX_LINE:
+            return False
+        # a logger-printed traceback (ERROR:...:Traceback) is a handled error, not the end of the run
+        self.tb = _Traceback(logged=idx > 0)
+        if self.tb.logged:
+            self.scan.handled_tracebacks += 1
+        return True
 
     def unmarked(self, raw: bytes, lineno: int) -> bool:
         """The line that ended a traceback, read as `line` reads a line past the head with nothing open, when it
