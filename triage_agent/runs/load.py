@@ -319,10 +319,12 @@ class _TrainerParts:
         run.metrics, run.metric_sources, run.nonfinite = Table(frame, rel), can.sources, can.nonfinite
         components = [c for c in frame.columns if c.startswith("rc:")]
         if components and not run.rounds_of("policy"):
-            hist = frame[["step", *components]].rename(columns={c: c[3:] for c in components})
+            # built from the columns' arrays in one go: selecting, renaming and adding to a frame cost ~1.5 ms a
+            # run, a third of a small run's load in a sweep
+            cols = {"step": frame["step"].to_numpy(), **{c[3:]: frame[c].to_numpy() for c in components}}
             if "reward" in frame.columns:
-                hist["total"] = frame["reward"]
-            run.rounds.append(Round(role="policy", index=1, history=Table(hist.reset_index(drop=True), rel)))
+                cols["total"] = frame["reward"].to_numpy()
+            run.rounds.append(Round(role="policy", index=1, history=Table(pd.DataFrame(cols), rel)))
 
 
 def _kind(run: Run, declared: str | None) -> str:
