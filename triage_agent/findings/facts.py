@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from triage_agent.analysis import calibration as cal
 from triage_agent.analysis import filter as filt
 from triage_agent.analysis import rewards
@@ -165,8 +167,19 @@ class Facts:
         # column by column: selecting [["step", name]] builds a new frame and index per series (~1 ms each)
         frame = table.frame
         raw = self.run.validation_key if name == "validation" else self.run.metric_sources.get(name)
-        return Series.finite(name, frame["step"].to_numpy(dtype=float), frame[name].to_numpy(dtype=float),
-                             table.source, raw)
+        steps = self._validation_steps if name == "validation" else self._metric_steps
+        return Series.finite(name, steps, frame[name].to_numpy(dtype=float), table.source, raw)
+
+    # the step column as floats, taken once for all the series of a table (each take is a pandas lookup)
+    @cached_property
+    def _metric_steps(self) -> np.ndarray:
+        assert self.run.metrics is not None  # only asked for a series of the metrics
+        return self.run.metrics.frame["step"].to_numpy(dtype=float)
+
+    @cached_property
+    def _validation_steps(self) -> np.ndarray:
+        assert self.run.validation is not None
+        return self.run.validation.frame["step"].to_numpy(dtype=float)
 
     def enough(self, name: str) -> Series | None:
         """The series when it has the steps a rule needs (`min_series_steps`), else None."""
