@@ -189,11 +189,10 @@ def parse_value(raw: str) -> float | None:
 
 # verl's step line in its plain shape, read straight from the raw bytes (a dense log has one a step, each at ~30
 # µs through clean + parse_metric_line): an optional Ray prefix in colour, then `step:N - ` and `key:number` pairs
-_STEP_FAST = re.compile(rb"(?:\x1b\[[0-9;]*m)?(?:\([\w.:-]+ pid=\d+(?:, ip=[\w.:]+)?\) ?)?(?:\x1b\[0m ?)?step:(\d+) - ")
-
-
+_RAY_WORKER = rb"\([\w.:-]+ pid=\d+(?:, ip=[\w.:]+)?\)"  # `(TaskRunner pid=4242)`, `(main_task pid=1, ip=...)`
+_STEP_FAST = re.compile(rb"(?:\x1b\[[0-9;]*m)?(?:" + _RAY_WORKER + rb" ?)?(?:\x1b\[0m ?)?step:(\d+) - ")
 # a Ray worker's prefix as clean() strips it (colours, then the prefix and one space), ahead of a bar's redraw
-_BAR_PREFIX = re.compile(rb"(?:(?:\x1b\[[0-9;]*m)?\([\w.:-]+ pid=\d+(?:, ip=[\w.:]+)?\)(?:\x1b\[0m)? ?)?")
+_BAR_PREFIX = re.compile(rb"(?:(?:\x1b\[[0-9;]*m)?" + _RAY_WORKER + rb"(?:\x1b\[0m)? ?)?")
 # what else a line may hold that `line` reads (a step header or line, the banners, the completion words, a glued
 # dict or a redraw after a carriage return): a bar or a traceback's first line holding one goes the general way
 _OTHER_READERS = (rb"Step |step:|Total training steps|optimization steps|total steps|Total steps|Num Epochs|"
@@ -229,11 +228,13 @@ def fast_step_row(raw: bytes) -> dict[str, Any] | None:
     shape = framed.translate(None, _NOT_SHAPE)  # `:\x01:\x01...:`, with `()` after the colon of a wrapped value
     if b"(" in shape or b")" in shape:
         n = shape.count(b"(")
-        if framed.count(b":np.float64(") != n:
-            framed = _NP_SCALAR.sub(b":np.float64(", framed)  # np.int32(16), np.float32(0.5): parse_value reads alike
+        wrapped = framed.count(b":np.float64(")
+        if wrapped != n:  # np.int32(16), np.float32(0.5): parse_value reads them alike
+            framed = _NP_SCALAR.sub(b":np.float64(", framed)
+            wrapped = framed.count(b":np.float64(")
         # each `(` ends a `np.float64(` just after its part's colon, each `)` ends its part, and the two are
         # adjacent in the shape: in the same part
-        if shape.count(b")") != n or framed.count(b":np.float64(") != n or (framed + b"\x01").count(b")\x01") != n:
+        if shape.count(b")") != n or wrapped != n or (framed + b"\x01").count(b")\x01") != n:
             return None
         shape = shape.replace(b"()", b"")
         framed = framed.replace(b"np.float64(", b"").replace(b")", b"")
@@ -642,11 +643,15 @@ class Scanner:
         idx = text.find("Traceback (most recent call last)")
         if idx < 0 or len(text) > MAX_LINE:
             return False
-        # a logger-printed traceback (ERROR:...:Traceback) is a handled error, not the end of the run
+        self.open_traceback(idx)
+        return True
+
+    def open_traceback(self, idx: int) -> None:
+        """A traceback starts, its marker at `idx` of the line: one a logger printed (ERROR:...:Traceback, any
+        text before it) is a handled error, not the end of the run."""
         self.tb = _Traceback(logged=idx > 0)
         if self.tb.logged:
             self.scan.handled_tracebacks += 1
-        return True
 
     def unmarked(self, raw: bytes, lineno: int) -> bool:
         """The line that ended a traceback, read as `line` reads a line past the head with nothing open, when it
@@ -702,10 +707,7 @@ class Scanner:
             return True
         idx = seg.find("Traceback (most recent call last)")
         if idx >= 0:
-            # a logger-printed traceback (ERROR:...:Traceback) is a handled error, not the end of the run
-            self.tb = _Traceback(logged=idx > 0)
-            if self.tb.logged:
-                scan.handled_tracebacks += 1
+            self.open_traceback(idx)
             return True
         if _FATAL_ANY.search(seg) is None:
             return False
