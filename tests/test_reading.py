@@ -397,6 +397,18 @@ def test_watch_still_calls_an_unfinished_quiet_run_stalled(make_run):
     assert "run.stalled" in {e.id for e in events}
 
 
+def test_watch_times_the_stall_on_its_monotonic_tick_not_the_wall_clock(make_run):
+    root = make_run({"train.log": unfinished_log()})
+    t = time.time()
+    stepped = WatchState()  # the wall clock jumps an hour (NTP, a resumed VM); one second really passed
+    evaluate_pass(load_run(root), stepped, t, stall_after=60, tick=100.0)
+    assert "run.stalled" not in {e.id for e in evaluate_pass(load_run(root), stepped, t + 3600, 60, tick=101.0)}
+    quiet = WatchState()  # the wall clock stood still; an hour really passed
+    evaluate_pass(load_run(root), quiet, t, stall_after=60, tick=100.0)
+    events = evaluate_pass(load_run(root), quiet, t, stall_after=60, tick=3700.0)
+    assert [e.evidence["seconds_since_last_step"] for e in events if e.id == "run.stalled"] == [3600.0]
+
+
 # -- the colleagues' corpus, where it is present --------------------------------------------------------
 def corpus_runs() -> list[str]:
     labels = CORPUS / "labels"

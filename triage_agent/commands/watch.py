@@ -83,17 +83,21 @@ def stall_limit(state: WatchState, stall_after: float) -> float:
     return max(stall_after, STALL_FACTOR * statistics.median(state.step_seconds))
 
 
-def evaluate_pass(run: Run, state: WatchState, now: float, stall_after: float) -> list[WatchEvent]:
-    """The events of one pass: findings new or more severe than reported, and a stall."""
+def evaluate_pass(run: Run, state: WatchState, now: float, stall_after: float,
+                  tick: float | None = None) -> list[WatchEvent]:
+    """The events of one pass: findings new or more severe than reported, and a stall. `now` is the wall
+    clock the events carry; `tick` (a monotonic clock, `now` when not given) times the stall, so that the
+    wall clock stepped by NTP or a resumed VM neither fires nor delays it."""
+    tick = now if tick is None else tick
     state.passes += 1
     step = last_step(run)
     if step is not None and (state.last_step is None or step > state.last_step):
         if state.last_step is not None and state.step_seen_at is not None:
-            per_step = (now - state.step_seen_at) / (step - state.last_step)
+            per_step = (tick - state.step_seen_at) / (step - state.last_step)
             state.step_seconds = (state.step_seconds + [per_step])[-STEP_TIMES:]
-        state.last_step, state.step_seen_at = step, now
+        state.last_step, state.step_seen_at = step, tick
     elif state.step_seen_at is None:
-        state.step_seen_at = now  # nothing logged yet: the stall clock starts with the watch
+        state.step_seen_at = tick  # nothing logged yet: the stall clock starts with the watch
     events = []
     facts = resolve(run)  # decides the run's life cycle too: a finished run never stalls
     for f in engine.evaluate(facts):
@@ -105,7 +109,7 @@ def evaluate_pass(run: Run, state: WatchState, now: float, stall_after: float) -
             events.append(WatchEvent(f.id, f.severity, f.title, _start(f, step), f.evidence, run.where, now,
                                      "finding" if before is None else "escalated", f.fix))
     limit = stall_limit(state, stall_after)
-    waited = now - (state.step_seen_at or now)
+    waited = tick - (state.step_seen_at or tick)
     if STALLED not in state.reported and not state.crashed and run.lifecycle not in ("finished", "crashed") \
             and waited > limit and state.last_step is not None:
         state.reported[STALLED] = "high"
@@ -165,6 +169,7 @@ def run_hook(command: str, line: str, seconds: float | None = None) -> str | Non
 
 def watch(location: str, on_event: Callable[[WatchEvent], bool], *, interval: float = 5.0,
           stall_after: float = 900.0, clock: Callable[[], float] = time.time,
+          tick: Callable[[], float] = time.monotonic,
           passes: int | None = None, on_pass: Callable[[Follower, float], None] | None = None) -> int:
     """Follow the run until `on_event` returns True (exit 1), or `passes` passes are done (exit 0)."""
     follower = Follower()
@@ -183,7 +188,7 @@ def watch(location: str, on_event: Callable[[WatchEvent], bool], *, interval: fl
         if run is None:
             state.passes += 1
         else:
-            for ev in evaluate_pass(run, state, clock(), stall_after):
+            for ev in evaluate_pass(run, state, clock(), stall_after, tick=tick()):
                 if on_event(ev):
                     return 1
         if on_pass is not None:
