@@ -154,3 +154,40 @@ def test_a_metric_line_right_after_each_printed_traceback_is_still_read(monkeypa
     assert got.metric_rows == [{"step": i, "reward": i / 10, "entropy": 0.25} for i in (1, 2, 3)]
     assert got.handled_tracebacks == 3 and got.crash is None
     assert scan(lines, True, monkeypatch) == scan(lines, False, monkeypatch)
+
+
+def test_a_shape_seen_reads_the_next_lines_by_its_pattern(monkeypatch):
+    monkeypatch.setattr(logs, "_SHAPES", [])
+    plain = []
+    monkeypatch.setattr(logs, "plain_step_row", lambda raw: plain.append(raw) or PLAIN(raw))
+    line = b"\x1b[36m(TaskRunner pid=1)\x1b[0m step:%d - a/b:np.float64(%s) - n:np.int32(16) -  c : %s\n"
+    assert logs.fast_step_row(line % (1, b"0.5", b"2")) == {"step": 1, "a/b": 0.5, "n": 16.0, "c": 2.0}
+    assert logs.fast_step_row(line % (2, b"-1e-06", b"nan ")) == {"step": 2, "a/b": -1e-06, "n": 16.0,
+                                                                   "c": pytest.approx(float("nan"), nan_ok=True)}
+    assert logs.fast_step_row(b"step:9 - a/b:np.float64(1e3) - n:np.int32(16) -  c : 7\r\n") == \
+        {"step": 9, "a/b": 1000.0, "n": 16.0, "c": 7.0}  # no prefix, CRLF: the same shape
+    assert len(plain) == 1  # only the first line of the shape went the plain way
+    # what the shape's pattern does not take, or float() refuses, is decided by plain_step_row, as before
+    for raw in (line % (3, b"0.5", b"1 - 2"), line % (3, b"45%", b"1"), line % (3, b"0.5", b"1") + b"x",
+                b"step:3 - a/b:np.float32(0.5) - n:np.int32(16) - c: 1\n", b"step:3 - a/b:0.5 - n:np.int32(16) - c: 1"):
+        assert repr(logs.fast_step_row(raw)) == repr(PLAIN(raw)), raw
+    assert len(plain) == 6
+    assert len(logs._SHAPES) == 3  # and the two new plain shapes were learned
+
+
+PLAIN = logs.plain_step_row
+
+
+@settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None)
+@given(keys=st.lists(st.one_of(st.sampled_from([b"a", b" b ", b"val-aux/r@16"]), KEYS), min_size=1, max_size=5),
+       rows=st.lists(st.lists(st.one_of(st.sampled_from([b"0.5", b" -1e-06 ", b"np.float64(0.25)", b"np.int32(3)"]),
+                                        VALUES), min_size=5, max_size=5), min_size=1, max_size=12),
+       prefix=PREFIXES)
+def test_lines_of_one_shape_read_alike_by_pattern_and_plainly(keys, rows, prefix):
+    # lines sharing their keys, as a dense log's do, with any values: the shapes learned on the way never change
+    # a row from what plain_step_row reads (nor which lines it refuses)
+    logs._SHAPES.clear()
+    for i, values in enumerate(rows):
+        raw = prefix + b"step:%d - " % i + b" - ".join(k + b":" + v for k, v in zip(keys, values)) + b"\n"
+        assert repr(logs.fast_step_row(raw)) == repr(PLAIN(raw)), raw
+    logs._SHAPES.clear()
