@@ -215,8 +215,8 @@ MAX_SHAPES = 8
 def fast_step_row(raw: bytes) -> dict[str, Any] | None:
     """`plain_step_row`, read with the pattern of a shape already seen when the line has one (the same row: a
     test holds them equal)."""
-    if len(raw) > MAX_LINE:
-        return None  # as the general way: not parsed for metrics
+    if b"step:" not in raw or len(raw) > MAX_LINE:
+        return None  # not a step line (a bar's redraw, in a dense log), or not parsed for metrics (the general way)
     for pattern, keys in _SHAPES:
         m = pattern.fullmatch(raw)
         if m is not None:
@@ -655,8 +655,8 @@ class Scanner:
     def train_bar(self) -> _Bar | None:
         """The training bar: the one the banner's total names, else the first bar that never restarted (an
         evaluation or generation bar restarts at each use), else the first bar."""
-        if not self.bars:
-            return None
+        if len(self.bars) < 2:  # none, or the one (steady or not): a bar redrawn at every step asks this each time
+            return next(iter(self.bars.values()), None)
         if self.train_total is not None and self.train_total in self.bars:
             return self.bars[self.train_total]
         steady = [b for b in self.bars.values() if not b.restarts]
