@@ -112,7 +112,15 @@ BARS = st.sampled_from([
     b"Training Progress:  46%|####      | 46/100 [12:02<14:09,  1.00s/it, loss=0.5]",
     b"Epoch 1:  10%|#         | 10/100 [00:10<01:30]{'loss': 0.5}", b"Generating: 50%|#####     | 5/10 [00:01<00:01]",
     b" 30%|###       | 3/10 [00:03<00:07] Training completed", b"Total steps:  12%|#         | 12/100 [00:01<00:10]",
-    b"Episode [1/3]:  50%|#####     | 50/100 [00:01<00:01]", b"Train step 5%|#    | 5/100\r 6%|#    | 6/100 [00:06]"])
+    b"Episode [1/3]:  50%|#####     | 50/100 [00:01<00:01]", b"Train step 5%|#    | 5/100\r 6%|#    | 6/100 [00:06]",
+    # the same description as a learned one, with what its pattern must not read differently: no closing bracket,
+    # no colon, a non-breaking or em space and an Arabic-Indic digit (str patterns take them, bytes ones do not)
+    b"Training Progress:  47%|####      | 47/100 [12:03<14:08", b"Training Progress 48%|####| 48/100 [00:01]",
+    b"Training Progress:\xc2\xa049%|####| 49/100 [00:01]", b"Training Progress:  50%|####| 5\xd9\xa30/100 [00:01]",
+    b"Training Progress:  51%|####| 51/100\xe2\x80\x83[00:01]", b"Training Progress:  4\xd9\xa3%|####| 52/100 [x]",
+    b"Training Progress x:  53%|####| 53/100 [00:01]", b"Training Progress:  54%|#| 54/100 [00:01] ]", b"x:  55%|#| 55/100 [1]",
+    b"x:  56%|#| 56/100 [1]", b"x::  57%|#| 57/100 [1]", b"train  : 58%|#| 58/100 [1]", b"train  : 59%|#| 59/100 [1]",
+    b"Training Progress:  60%|#| 60/100 [00:01, loss=0.5"])  # a postfix, no closing bracket: the line end is not read
 
 
 @settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None,
@@ -191,3 +199,33 @@ def test_lines_of_one_shape_read_alike_by_pattern_and_plainly(keys, rows, prefix
         raw = prefix + b"step:%d - " % i + b" - ".join(k + b":" + v for k, v in zip(keys, values)) + b"\n"
         assert repr(logs.fast_step_row(raw)) == repr(PLAIN(raw)), raw
     logs._SHAPES.clear()
+
+
+def test_a_bar_description_seen_reads_the_next_redraws_by_its_pattern(monkeypatch):
+    searched = []
+
+    class Counting:  # _PROGRESS, counting the redraws that went the general way
+        def search(self, text):
+            searched.append(text)
+            return PROGRESS.search(text)
+
+    monkeypatch.setattr(logs, "_PROGRESS", Counting())
+    sc = logs.Scanner("x.log")
+    sc.scan.started = True
+    redraw = b"\x1b[36m(TaskRunner pid=1)\x1b[0m Training Progress:  %d%%|\xe2\x96\x88    | %d/200 [00:01<00:02, %s]\n"
+    for n in range(1, 6):
+        assert sc.line(redraw % (n // 2, n, b"1.00s/it"), logs.DETECT_LINES + n) is None
+    assert len(searched) == 1 and sc.bar_shape is not None and sc.bar_shape[1] == "Training Progress"
+    assert (sc.scan.progress_current, sc.scan.progress_total, sc.bar_step) == (5, 200, 5)
+    sc.line(redraw % (3, 6, b"loss=0.25"), logs.DETECT_LINES + 6)  # a postfix, read from the learned pattern's rest
+    assert len(searched) == 1 and sc.postfix == (6, {"loss": 0.25})
+    sc.line(b"Training Progress: 3%|#| 7/200 \xe2\x80\x83[00:01]\n", logs.DETECT_LINES + 7)  # an em space: general
+    assert len(searched) == 2 and sc.scan.progress_current == 7
+    # a description with a digit, or ending in a space, is never learned (the lazy `desc` could stop inside it)
+    for desc in ("Epoch 1", "train  "):
+        sc = logs.Scanner("x.log")
+        sc.line(desc.encode() + b": 5%|#| 5/100 [00:01]\n", logs.DETECT_LINES + 1)
+        assert sc.bar_shape is None
+
+
+PROGRESS = logs._PROGRESS

@@ -200,6 +200,12 @@ _OTHER_READERS = (rb"Step |step:|Total training steps|optimization steps|total s
                   rb"\r(?![\r\n]*\Z)")
 _NOT_PLAIN_BAR = re.compile(_OTHER_READERS + rb"|\[repeated |\x1b")  # and what clean() would strip
 _NOT_PLAIN_TRACEBACK = re.compile(_OTHER_READERS + rb"|%\|")  # and a bar (read before a traceback)
+# a bar's redraw after its description, as _PROGRESS reads it from the description on (in bytes: the digits and
+# spaces it takes are ASCII ones, which str patterns take too; the rest stops at the line's end, which _PROGRESS
+# never sees). A description is learned when the lazy `desc` of _PROGRESS could not stop earlier on a line that
+# starts with it: no digit in it, not ending in `:` or a space (`:?\s*\d+%` could start inside it otherwise)
+_BAR_TAIL = rb":?\s*\d+%\|[^|]*\|\s*(\d+)/(\d+)\s*\[([^\]\r\n]*)\]?"
+_LEARNABLE_DESC = re.compile(r"(?:[ -/:-~]*[!-/;-~])?")  # printable ASCII but digits, its last not `:` or space
 _NP_SCALAR = re.compile(rb":np\.\w+\(")  # a value as numpy prints a scalar of any type
 _NOT_SHAPE = bytes(c for c in range(256) if c not in b"\x01:()")  # translate deletes these: a rest's shape remains
 _KEYS: dict[tuple[bytes, ...], tuple[str, ...] | None] = {}  # the keys of the line shapes seen (a dense log: one)
@@ -430,6 +436,8 @@ class Scanner:
         self.stride = 1
         self.bar_step: int | None = None  # the training bar's current count
         self.bars: dict[int, _Bar] = {}
+        # the last plain bar's description and the pattern of its redraws (see fast_bar)
+        self.bar_shape: tuple[re.Pattern[bytes], str] | None = None
         self.train_total: int | None = None  # the trainer's own banner ("Total optimization steps = N")
         self.logging_steps: int | None = None
         self.num_epochs: int | None = None  # transformers' banner ("Num Epochs = 3")
@@ -706,16 +714,16 @@ class Scanner:
             self.metric_words(raw, lineno)
         return True
 
-    def train_redraw(self, pm: re.Match[str], lineno: int) -> bool:
-        """A bar's redraw (a `_PROGRESS` match) noted when the bar counts training steps; whether it does."""
-        train, ep = _bar_kind(pm.group("desc"))
+    def train_redraw(self, desc: str, cur: int, tot: int, rest: str, lineno: int) -> bool:
+        """A bar's redraw (the groups of a `_PROGRESS` match) noted when the bar counts training steps; whether
+        it does."""
+        train, ep = _bar_kind(desc)
         if not train:
             return False
-        cur, tot = int(pm.group("cur")), int(pm.group("tot"))
         if ep and tot:  # OpenRLHF's bar restarts each episode: the step counts on across episodes
             done = (ep[0] - 1) * tot
             cur, tot = done + cur, ep[1] * tot
-        self.progress_bar(cur, tot, pm.group("rest") or "", lineno)
+        self.progress_bar(cur, tot, rest, lineno)
         return True
 
     def fast_bar(self, raw: bytes, lineno: int) -> bool:
@@ -724,14 +732,22 @@ class Scanner:
         body = raw[_BAR_PREFIX.match(raw).end():]  # type: ignore[union-attr]  # the pattern matches "" too
         if body.startswith(b"(") or _NOT_PLAIN_BAR.search(body) is not None:
             return False
+        if self.bar_shape is not None and (m := self.bar_shape[0].match(body)) is not None:
+            return self.train_redraw(self.bar_shape[1], int(m[1]), int(m[2]), m[3].decode("utf-8", "replace"), lineno)
         pm = _PROGRESS.search(body.decode("utf-8", errors="replace").rstrip("\r\n"))
-        return pm is not None and self.train_redraw(pm, lineno)
+        if pm is None:
+            return False
+        desc = pm.group("desc")
+        if _LEARNABLE_DESC.fullmatch(desc):
+            self.bar_shape = (re.compile(re.escape(desc.encode()) + _BAR_TAIL), desc)
+        return self.train_redraw(desc, int(pm.group("cur")), int(pm.group("tot")), pm.group("rest") or "", lineno)
 
     def segment(self, seg: str, lineno: int) -> bool:
         scan = self.scan
         if "%|" in seg:
             pm = _PROGRESS.search(seg)
-            if pm and self.train_redraw(pm, lineno):
+            if pm and self.train_redraw(pm.group("desc"), int(pm.group("cur")), int(pm.group("tot")),
+                                        pm.group("rest") or "", lineno):
                 rest = seg[pm.end():]
                 if "{" in rest:  # stdout's dict glued to stderr's bar redraw on one line (`2>&1`): its own row
                     self.segment(rest[rest.index("{"):], lineno)
