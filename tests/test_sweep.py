@@ -343,3 +343,44 @@ def test_html_on_a_folder_of_runs_is_refused_before_any_run_is_read(tmp_path):
     assert not (tmp_path / "r.html").exists()
     code, _, _ = cli("inspect", str(SAMPLES), "--run", "trl_healthy", "--html", str(tmp_path / "r.html"))
     assert code == 0 and (tmp_path / "r.html").read_text().count("<h1>triage: ") == 1
+
+
+def test_a_sweep_of_many_runs_shows_its_200_worst_and_tallies_the_rest():
+    from rich.console import Console
+
+    from triage_agent.commands.sweep import SweepResult, SweepRow
+    from triage_agent.render.sweep import render
+
+    rows = ([SweepRow(name="broken", path="p", error="unreadable: x")]
+            + [SweepRow(name=f"h{i:03d}", path="p", worst="high", ids=["policy.entropy_collapse"]) for i in range(60)]
+            + [SweepRow(name=f"c{i:03d}", path="p") for i in range(189)])
+    console = Console(record=True, width=160)
+    render(SweepResult("sweep", rows, [], "local", 2, 1.0), console)
+    out = console.export_text()
+    assert "sweep: 250 runs (1 unreadable, 60 high, 189 clean)" in out
+    shown = [ln.split("│")[2].strip() for ln in out.splitlines() if ln.startswith("│")]
+    # 1 + 60 + the first 139 clean runs make 200; the other 50 are counted
+    assert len(shown) == 200 and shown[0] == "broken" and shown[-1] == "c138"
+    assert "... and 50 more runs (50 clean), not shown: --json lists every run" in out
+
+
+def test_jobs_2_reads_runs_in_this_process_too_and_gives_the_rows_of_one_job(tmp_path, monkeypatch):
+    from triage_agent.commands import sweep
+
+    for i in range(24):
+        trl_state(tmp_path / f"r{i:02d}", [1.0 - 0.01 * j * (i % 2) * 3 for j in range(30)])
+    split = split_runs(tmp_path)
+    tasks = sweep._tasks(split, None, False)
+    one = sorted(json.dumps(r, sort_keys=True) for r in sweep._local(tasks, 1, 0.0, False))
+    here = []
+    real = sweep.inspect_one
+
+    def tagged(*args):  # this process's module only: a worker imports its own, untouched
+        here.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(sweep, "inspect_one", tagged)
+    two = sorted(json.dumps(r, sort_keys=True) for r in sweep._local(tasks, 2, 0.0, False))
+    assert two == one and len(one) == 24
+    # 24 runs in batches of 1 (24 // (2 * 8)): the feeder takes two for the worker, this process the next
+    assert 1 <= len(here) <= 24
