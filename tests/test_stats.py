@@ -124,3 +124,21 @@ def test_running_medians_worked_example():
     idx, medians = spikes_and_medians(np.array([2.0, 0.0, 4.0, 0.0, 30.0, 5.0]), 3.0, 0.0, 2, skip_zero=True)
     assert idx == [4]
     assert medians[4] == 3.0 and medians[5] == 4.0 and np.isnan(medians[0])
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_expanding_median_in_a_sorted_list_is_pandas_expanding_median(seed, monkeypatch):
+    import pandas as pd
+
+    from triage_agent.analysis import trends
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    values = rng.choice([rng.standard_normal(n), rng.integers(-3, 3, n).astype(float)], axis=0) if n else np.zeros(0)
+    for special in (np.nan, np.inf, -np.inf, 0.0, -0.0):  # NaN is skipped; infinities and signed zeros are values
+        values[rng.integers(0, max(n, 1), n // 8)] = special
+    want = pd.Series(values, dtype=float).expanding().median().to_numpy()
+    got = trends.expanding_median(values)
+    assert np.array_equal(got, want, equal_nan=True), (values, got, want)
+    monkeypatch.setattr(trends, "SHORT_SERIES", 0)  # the long way: pandas itself
+    assert np.array_equal(trends.expanding_median(values), want, equal_nan=True)

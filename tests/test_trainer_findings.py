@@ -436,3 +436,29 @@ def test_columns_in_the_manifest_map_a_custom_name(make_run):
     # without the mapping the series is kept under its own name and no rule reads it
     plain = inspect(make_run({"trainer_state.json": state(rows)}))
     assert "my/ent" in plain.run.metrics.frame.columns and "policy.entropy_collapse" not in ids(plain)
+
+
+def test_facts_columns_taken_at_once_or_one_by_one_are_the_same_read_only_floats(monkeypatch):
+    import pandas as pd
+
+    from triage_agent.findings import facts as facts_mod
+    from triage_agent.findings.facts import resolve
+    from triage_agent.runs.load import load_run
+    from triage_agent.runs.model import Table
+
+    run = load_run(REPO / "sample_runs" / "trl_entropy_collapse")
+    frame = run.metrics.frame
+    assert frame.size <= 1_000_000
+    at_once = {name: resolve(run).column(name) for name in frame.columns}
+    monkeypatch.setattr(facts_mod, "SMALL_TABLE", 0)  # every table "big": column by column
+    one_by_one = resolve(run)
+    for name in frame.columns:
+        a, b = at_once[name], one_by_one.column(name)
+        assert a.dtype == b.dtype == np.float64 and a.flags.c_contiguous and not a.flags.writeable
+        assert np.array_equal(a, b, equal_nan=True) and np.array_equal(a, frame[name].to_numpy(dtype=float),
+                                                                        equal_nan=True)
+    # a column that is not numbers: the numbers still come, each on its own
+    monkeypatch.setattr(facts_mod, "SMALL_TABLE", 1_000_000)
+    mixed = Table(pd.DataFrame({"step": [1, 2], "x": [0.5, 1.5], "note": ["a", "b"]}), "m.jsonl")
+    fresh = resolve(run)
+    assert fresh.column("x", mixed).tolist() == [0.5, 1.5] and fresh.column("step", mixed).tolist() == [1.0, 2.0]

@@ -27,7 +27,7 @@ def _within_std(facts: Facts, name: str) -> np.ndarray | None:
         return None
     for col in (f"rewards/{name}/std", f"reward_extra/{name}/std"):
         if col in m.frame.columns:
-            mean, std = m.frame[f"rc:{name}"].to_numpy(dtype=float), m.frame[col].to_numpy(dtype=float)
+            mean, std = facts.column(f"rc:{name}"), facts.column(col)
             both = std[~(np.isnan(mean) | np.isnan(std))]
             return both if len(both) else None
     return None

@@ -39,6 +39,9 @@ def suggestion(cv: ConfigValue, to: Any) -> dict[str, Any]:
     return {"file": cv.file, "key": cv.key, "to": to}
 
 
+SMALL_TABLE = 1_000_000  # cells (8 MB as floats): a table up to this size has its columns taken out at once
+
+
 @dataclass
 class Facts:
     run: Run
@@ -47,6 +50,7 @@ class Facts:
     _config: dict[str, ConfigValue | None] = field(default_factory=dict, repr=False)
     _series: dict[str, Series | None] = field(default_factory=dict, repr=False)
     _summaries: dict[str, SeriesSummary | None] = field(default_factory=dict, repr=False)
+    _columns: dict[int, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)  # id(table) -> columns
     # other runs the user put beside this one (`triage ask A "..." --vs B`), for `compare_runs`
     peers: list[Facts] = field(default_factory=list, repr=False)
 
@@ -164,22 +168,30 @@ class Facts:
         table = self.run.validation if name == "validation" else self.run.metrics
         if table is None or name not in table.frame.columns:
             return None
-        # column by column: selecting [["step", name]] builds a new frame and index per series (~1 ms each)
-        frame = table.frame
         raw = self.run.validation_key if name == "validation" else self.run.metric_sources.get(name)
-        steps = self._validation_steps if name == "validation" else self._metric_steps
-        return Series.finite(name, steps, frame[name].to_numpy(dtype=float), table.source, raw)
+        steps = self.column("step", table)
+        return Series.finite(name, steps, self.column(name, table), table.source, raw)
 
-    # the step column as floats, taken once for all the series of a table (each take is a pandas lookup)
-    @cached_property
-    def _metric_steps(self) -> np.ndarray:
-        assert self.run.metrics is not None  # only asked for a series of the metrics
-        return self.run.metrics.frame["step"].to_numpy(dtype=float)
-
-    @cached_property
-    def _validation_steps(self) -> np.ndarray:
-        assert self.run.validation is not None
-        return self.run.validation.frame["step"].to_numpy(dtype=float)
+    def column(self, name: str, table: Table | None = None) -> np.ndarray:
+        """A column of the metrics (or of `table`) as floats. A small table's columns are taken out of pandas
+        all at once and kept (one lookup was ~30 µs, and the rules of a 50-step run made ~18); a big one's
+        column by column, so that no copy of the whole table is held."""
+        table = self.run.metrics if table is None else table
+        assert table is not None  # asked only for a column the table has
+        cols = self._columns.get(id(table))
+        if cols is None:
+            frame = table.frame
+            cols = {}
+            if frame.size <= SMALL_TABLE:
+                try:  # rows -> contiguous columns, as a column's own to_numpy gives them; read-only as pandas's
+                    block = np.ascontiguousarray(frame.to_numpy(dtype=float).T)
+                    block.flags.writeable = False
+                    cols = dict(zip(frame.columns, block))
+                except (TypeError, ValueError):
+                    cols = {}  # a column that is not numbers: column by column below, as it is asked for
+            self._columns[id(table)] = cols
+        got = cols.get(name)
+        return got if got is not None else table.frame[name].to_numpy(dtype=float)
 
     def enough(self, name: str) -> Series | None:
         """The series when it has the steps a rule needs (`min_series_steps`), else None."""

@@ -377,7 +377,7 @@ def component_dominates(facts: Facts, rules: Rules) -> Finding | None:
     if len(comps) < 2:  # fewer than two live components below: nothing can dominate
         return None
     # NumPy columns, not a sub-frame (this rule ran ~3 ms a run in a sweep); rows where any is missing dropped
-    table = np.column_stack([m.frame[c].to_numpy(dtype=float) for c in ("step", *comps)])
+    table = np.column_stack([facts.column(c) for c in ("step", *comps)])
     table = table[~np.isnan(table).any(axis=1)]
     if len(table) < rules["min_series_steps"]:
         return None
