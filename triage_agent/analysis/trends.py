@@ -91,7 +91,8 @@ def expanding_median(values: np.ndarray) -> np.ndarray:
     (bisect: O(n²) moves, nothing for a few thousand points), a long one goes to pandas' skiplist; a test holds
     the two equal."""
     if len(values) > SHORT_SERIES:
-        return pd.Series(values).expanding().median().to_numpy()
+        long: np.ndarray = pd.Series(values).expanding().median().to_numpy()
+        return long
     out = np.full(len(values), np.nan)
     kept: list[float] = []
     for i, x in enumerate(values.tolist()):
