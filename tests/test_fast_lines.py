@@ -229,3 +229,34 @@ def test_a_bar_description_seen_reads_the_next_redraws_by_its_pattern(monkeypatc
 
 
 PROGRESS = logs._PROGRESS
+
+
+def test_step_lines_cut_short_are_counted_and_noted(make_run):
+    from triage_agent.commands.inspect import inspect
+
+    # by hand: lines 2 and 4 end in a pair nothing is read from (cut mid-value, cut before the colon); line 3 is
+    # whole; line 5's last pair is its own step (not a metric)
+    log = ("Total training steps: 4\n"
+           "step:1 - actor/entropy:np.float64(0.5) - actor/kl:np.flo\n"
+           "step:2 - actor/entropy:np.float64(0.4) - actor/kl:np.float64(0.01)\n"
+           "step:3 - actor/entropy:0.3 - val-aux\n"
+           "step:4 - actor/entropy:0.2 - step:4\n")
+    report = inspect(make_run({"train.log": log}))
+    notes = [n for n in report.notes if "cut short" in n]
+    assert notes == ["train.log: 2 step lines end in a pair no number could be read from, as a line cut short does "
+                     "(lines 2, 4: `actor/kl:np.flo`); the rest of each line was read, that metric is missing there"]
+    assert report.run.metrics.frame["entropy"].tolist() == [0.5, 0.4, 0.3, 0.2]
+
+
+def test_the_real_verl_run_s_cut_lines_are_the_ones_noted():
+    from triage_agent.commands.inspect import inspect
+
+    run = REAL / "verl_opd_qwen25_3b_length_growth"
+    lines = (run / "output.log").read_bytes().splitlines()
+    # independently: a step line whose last key is not among the keys its own row holds
+    cut = [n for n, raw in enumerate(lines, 1) if b"step:" in raw and general(raw) is not None
+           and raw.rstrip().rsplit(b" - ", 1)[1].partition(b":")[0].decode() not in general(raw)]
+    assert len(cut) == 16
+    [note] = [n for n in inspect(run).notes if "cut short" in n]
+    assert note.startswith(f"output.log: 16 step lines end in a pair no number could be read from, as a line cut "
+                           f"short does (lines {', '.join(map(str, cut[:5]))}, ...: `")

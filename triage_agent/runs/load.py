@@ -228,6 +228,13 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
             if got.log.unread:
                 run.unread.append(Unread(f.rel, got.log.unread, tuple(got.log.unread_lines), got.log.unread_example,
                                          "metric-looking lines that no reader understood"))
+            if got.log.cut_short:
+                log = got.log
+                run.notes.append(
+                    f"{f.rel}: {log.cut_short} step line{'s' if log.cut_short != 1 else ''} end in a pair no number "
+                    f"could be read from, as a line cut short does (lines "
+                    f"{', '.join(map(str, log.cut_short_lines[:5]))}{', ...' if log.cut_short > 5 else ''}: "
+                    f"`{log.cut_short_example}`); the rest of each line was read, that metric is missing there")
         elif got.errors and (got.row_count or got.eval_rows or got.samples or any(e.line for e in got.errors)):
             # rows of a metrics file that could not be read: metric data lost, not just a malformed aside
             lines = tuple(e.line for e in got.errors if e.line is not None)[:10]

@@ -327,6 +327,19 @@ def parse_metric_line(text: str) -> dict[str, Any] | None:
     return row
 
 
+def lost_tail(text: str) -> str | None:
+    """The last pair of a step line when parse_metric_line could read nothing from it (no `:`, or no number
+    after it), as a line cut short ends; None when it was read (or is the line's own step)."""
+    m = _METRIC_START.search(text)
+    if m is None:
+        return None
+    last = text[m.end():].rsplit(" - ", 1)[-1].strip()
+    key, sep, val = last.partition(":")
+    if key.strip() == "step" or (sep and parse_value(val) is not None):
+        return None
+    return last
+
+
 # the text values a trainer's own log dict carries beside its numbers (ms-swift's times and progress)
 _TEXT_KEYS = frozenset({"global_step/max_steps", "elapsed_time", "remaining_time", "percentage", "train_speed(s/it)",
                         "memory(GiB)"})
@@ -576,6 +589,8 @@ class Scanner:
             row = parse_metric_line(text)
             if row is not None and len(row) > 1:
                 self.add_row(row, lineno)
+                if (lost := lost_tail(text)) is not None:
+                    scan.cut(lineno, lost)
                 return
             if row is not None:
                 scan.not_understood(lineno, text)

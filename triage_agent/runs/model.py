@@ -116,6 +116,11 @@ class LogScan:
     unread_lines: list[int] = field(default_factory=list)
     unread_example: str | None = None
     readers: dict[str, int] = field(default_factory=dict)  # reader name -> metric rows it gave
+    # step lines read but for their last pair, which no number could be read from (a line cut short: the real
+    # verl run in tests/real_runs ends 16 of its 160 lines in `- val-aux` or `...:np.flo`): how many, where
+    cut_short: int = 0
+    cut_short_lines: list[int] = field(default_factory=list)
+    cut_short_example: str | None = None
 
     def not_understood(self, lineno: int, text: str) -> None:
         self.unread += 1
@@ -123,6 +128,13 @@ class LogScan:
             self.unread_lines.append(lineno)
         if self.unread_example is None:
             self.unread_example = text.strip()[:200]
+
+    def cut(self, lineno: int, pair: str) -> None:
+        self.cut_short += 1
+        if len(self.cut_short_lines) < 10:
+            self.cut_short_lines.append(lineno)
+        if self.cut_short_example is None:
+            self.cut_short_example = pair[:80]
 
 
 @dataclass(frozen=True)
