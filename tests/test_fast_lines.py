@@ -166,21 +166,28 @@ def test_a_metric_line_right_after_each_printed_traceback_is_still_read(monkeypa
 
 def test_a_shape_seen_reads_the_next_lines_by_its_pattern(monkeypatch):
     monkeypatch.setattr(logs, "_SHAPES", [])
+    monkeypatch.setattr(logs, "_SEEN", {})
     plain = []
     monkeypatch.setattr(logs, "plain_step_row", lambda raw: plain.append(raw) or PLAIN(raw))
     line = b"\x1b[36m(TaskRunner pid=1)\x1b[0m step:%d - a/b:np.float64(%s) - n:np.int32(16) -  c : %s\n"
     assert logs.fast_step_row(line % (1, b"0.5", b"2")) == {"step": 1, "a/b": 0.5, "n": 16.0, "c": 2.0}
-    assert logs.fast_step_row(line % (2, b"-1e-06", b"nan ")) == {"step": 2, "a/b": -1e-06, "n": 16.0,
-                                                                   "c": pytest.approx(float("nan"), nan_ok=True)}
+    assert logs.fast_step_row(line % (2, b"-1e-06", b"3")) == {"step": 2, "a/b": -1e-06, "n": 16.0, "c": 3.0}
+    assert len(plain) == 2 and len(logs._SHAPES) == 1  # learned on its second line, numbers aside
+    assert logs.fast_step_row(line % (3, b"0.25", b"nan ")) == {"step": 3, "a/b": 0.25, "n": 16.0,
+                                                                 "c": pytest.approx(float("nan"), nan_ok=True)}
     assert logs.fast_step_row(b"step:9 - a/b:np.float64(1e3) - n:np.int32(16) -  c : 7\r\n") == \
         {"step": 9, "a/b": 1000.0, "n": 16.0, "c": 7.0}  # no prefix, CRLF: the same shape
-    assert len(plain) == 1  # only the first line of the shape went the plain way
+    assert len(plain) == 2  # the next lines of the shape went by its pattern
     # what the shape's pattern does not take, or float() refuses, is decided by plain_step_row, as before
     for raw in (line % (3, b"0.5", b"1 - 2"), line % (3, b"45%", b"1"), line % (3, b"0.5", b"1") + b"x",
                 b"step:3 - a/b:np.float32(0.5) - n:np.int32(16) - c: 1\n", b"step:3 - a/b:0.5 - n:np.int32(16) - c: 1"):
         assert repr(logs.fast_step_row(raw)) == repr(PLAIN(raw)), raw
-    assert len(plain) == 6
-    assert len(logs._SHAPES) == 3  # and the two new plain shapes were learned
+    assert len(plain) == 7
+    assert len(logs._SHAPES) == 1  # each of the two new plain shapes seen once: not learned
+    for each in range(2):  # a log whose every line has a shape of its own: read plainly, nothing compiled
+        assert logs.fast_step_row(b"step:%d - k%s:1" % (each, b"xy"[each:each + 1])) == {"step": each,
+                                                                                       f"k{'xy'[each]}": 1.0}
+    assert len(logs._SHAPES) == 1
 
 
 PLAIN = logs.plain_step_row
@@ -215,17 +222,19 @@ def test_a_bar_description_seen_reads_the_next_redraws_by_its_pattern(monkeypatc
     redraw = b"\x1b[36m(TaskRunner pid=1)\x1b[0m Training Progress:  %d%%|\xe2\x96\x88    | %d/200 [00:01<00:02, %s]\n"
     for n in range(1, 6):
         assert sc.line(redraw % (n // 2, n, b"1.00s/it"), logs.DETECT_LINES + n) is None
-    assert len(searched) == 1 and sc.bar_shape is not None and sc.bar_shape[1] == "Training Progress"
+    # learned on its second redraw
+    assert len(searched) == 2 and sc.bar_shape is not None and sc.bar_shape[1] == "Training Progress"
     assert (sc.scan.progress_current, sc.scan.progress_total, sc.bar_step) == (5, 200, 5)
     sc.line(redraw % (3, 6, b"loss=0.25"), logs.DETECT_LINES + 6)  # a postfix, read from the learned pattern's rest
-    assert len(searched) == 1 and sc.postfix == (6, {"loss": 0.25})
+    assert len(searched) == 2 and sc.postfix == (6, {"loss": 0.25})
     sc.line(b"Training Progress: 3%|#| 7/200 \xe2\x80\x83[00:01]\n", logs.DETECT_LINES + 7)  # an em space: general
-    assert len(searched) == 2 and sc.scan.progress_current == 7
+    assert len(searched) == 3 and sc.scan.progress_current == 7
     # a description with a digit, or ending in a space, is never learned (the lazy `desc` could stop inside it)
     for desc in ("Epoch 1", "train  "):
         sc = logs.Scanner("x.log")
-        sc.line(desc.encode() + b": 5%|#| 5/100 [00:01]\n", logs.DETECT_LINES + 1)
-        assert sc.bar_shape is None
+        for n in (5, 6):
+            sc.line(desc.encode() + b": %d%%|#| %d/100 [00:01]\n" % (n, n), logs.DETECT_LINES + n)
+        assert sc.bar_shape is None and sc.scan.progress_current == 6
 
 
 PROGRESS = logs._PROGRESS

@@ -216,6 +216,7 @@ _KEYS: dict[tuple[bytes, ...], tuple[str, ...] | None] = {}  # the keys of the l
 _VALUE = rb"([^:()\x01\x1b\x80-\xff\r\n]*)"  # what a plain value may hold; float() decides the rest
 _SHAPES: list[tuple[re.Pattern[bytes], tuple[str, ...]]] = []
 MAX_SHAPES = 8
+_SEEN: dict[bytes, bool] = {}  # plain step lines read, without the characters of numbers: learned when seen again
 
 
 def fast_step_row(raw: bytes) -> dict[str, Any] | None:
@@ -236,7 +237,14 @@ def fast_step_row(raw: bytes) -> dict[str, Any] | None:
             return row
     got = plain_step_row(raw)
     if got is not None:
-        _learn_shape(raw)
+        # learned on its second line: a log whose every line has a shape of its own compiles nothing
+        sig = raw.translate(None, b"0123456789.-+eE")
+        if _SEEN.get(sig):
+            _learn_shape(raw)
+        else:
+            if len(_SEEN) >= 1024:
+                _SEEN.clear()
+            _SEEN[sig] = True
     return got
 
 
@@ -451,6 +459,7 @@ class Scanner:
         self.bars: dict[int, _Bar] = {}
         # the last plain bar's description and the pattern of its redraws (see fast_bar)
         self.bar_shape: tuple[re.Pattern[bytes], str] | None = None
+        self.bar_desc: str | None = None  # the description of the last redraw read the general way
         self.train_total: int | None = None  # the trainer's own banner ("Total optimization steps = N")
         self.logging_steps: int | None = None
         self.num_epochs: int | None = None  # transformers' banner ("Num Epochs = 3")
@@ -753,8 +762,9 @@ class Scanner:
         if pm is None:
             return False
         desc = pm.group("desc")
-        if _LEARNABLE_DESC.fullmatch(desc):
+        if desc == self.bar_desc and _LEARNABLE_DESC.fullmatch(desc):  # learned on its second redraw
             self.bar_shape = (re.compile(re.escape(desc.encode()) + _BAR_TAIL), desc)
+        self.bar_desc = desc
         return self.train_redraw(desc, int(pm.group("cur")), int(pm.group("tot")), pm.group("rest") or "", lineno)
 
     def segment(self, seg: str, lineno: int) -> bool:
