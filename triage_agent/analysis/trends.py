@@ -87,9 +87,9 @@ SHORT_SERIES = 2048  # points up to which the expanding median is kept in a sort
 
 def expanding_median(values: np.ndarray) -> np.ndarray:
     """pandas' `Series.expanding().median()`: at each i the median of the finite values[:i + 1] (pandas leaves
-    infinities out too; NaN while there is none; the mean of the two middle ones for an even count). A short series is kept in a sorted list
-    (bisect: O(n²) moves, nothing for a few thousand points), a long one goes to pandas' skiplist; a test holds
-    the two equal."""
+    infinities out too; NaN while there is none; the mean of the two middle ones for an even count). A short
+    series is kept in a sorted list (bisect: O(n²) moves, nothing for a few thousand points), a long one goes to
+    pandas' skiplist; a test holds the two equal."""
     if len(values) > SHORT_SERIES:
         long: np.ndarray = pd.Series(values).expanding().median().to_numpy()
         return long
