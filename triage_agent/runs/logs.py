@@ -565,11 +565,8 @@ class Scanner:
                 return
             if b"Traceback (most" in raw and self.fast_traceback(raw, lineno):
                 return
-        interesting = detecting or self.linewise or _INTERESTING.search(raw) is not None
-        if not interesting:
-            if not scan.metric_steps and _METRIC_MARK.search(raw) is not None:
-                self.metric_words(raw, lineno)
-            return
+        if not detecting and not self.linewise and self.unmarked(raw, lineno):
+            return  # no marker: only a metric line's words are looked for
         decoded = raw.decode("utf-8", errors="replace").rstrip("\r\n")
         text = clean(decoded)
         if detecting and len(decoded) < 4096:
@@ -730,8 +727,8 @@ class Scanner:
             self.scan.handled_tracebacks += 1
 
     def unmarked(self, raw: bytes, lineno: int) -> bool:
-        """The line that ended a traceback, read as `line` reads a line past the head with nothing open, when it
-        holds no marker (a rollout's next printed line, after each `[sandbox] Traceback`); False when it does."""
+        """A line past the head with nothing open, read when it holds no marker (most of a log; and the line that
+        ended a traceback: a rollout's next printed line, after each `[sandbox] Traceback`); False when it does."""
         if _INTERESTING.search(raw) is not None:
             return False
         if not self.scan.metric_steps and _METRIC_MARK.search(raw) is not None:
