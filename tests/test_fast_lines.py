@@ -166,7 +166,7 @@ def test_a_metric_line_right_after_each_printed_traceback_is_still_read(monkeypa
 
 def test_a_shape_seen_reads_the_next_lines_by_its_pattern(monkeypatch):
     monkeypatch.setattr(logs, "_SHAPES", [])
-    monkeypatch.setattr(logs, "_SEEN", {})
+    monkeypatch.setattr(logs, "_SEEN", set())
     plain = []
     monkeypatch.setattr(logs, "plain_step_row", lambda raw: plain.append(raw) or PLAIN(raw))
     line = b"\x1b[36m(TaskRunner pid=1)\x1b[0m step:%d - a/b:np.float64(%s) - n:np.int32(16) -  c : %s\n"
@@ -187,6 +187,9 @@ def test_a_shape_seen_reads_the_next_lines_by_its_pattern(monkeypatch):
     for each in range(2):  # a log whose every line has a shape of its own: read plainly, nothing compiled
         assert logs.fast_step_row(b"step:%d - k%s:1" % (each, b"xy"[each:each + 1])) == {"step": each,
                                                                                        f"k{'xy'[each]}": 1.0}
+    for each in range(3):  # keys that count on with the steps (only their digits differ): the same
+        assert logs.fast_step_row(b"step:%d - layer_%d/loss:0.5" % (each, each)) == {"step": each,
+                                                                                     f"layer_{each}/loss": 0.5}
     assert len(logs._SHAPES) == 1
 
 

@@ -216,7 +216,7 @@ _KEYS: dict[tuple[bytes, ...], tuple[str, ...] | None] = {}  # the keys of the l
 _VALUE = rb"([^:()\x01\x1b\x80-\xff\r\n]*)"  # what a plain value may hold; float() decides the rest
 _SHAPES: list[tuple[re.Pattern[bytes], tuple[str, ...]]] = []
 MAX_SHAPES = 8
-_SEEN: dict[bytes, bool] = {}  # plain step lines read, without the characters of numbers: learned when seen again
+_SEEN: set[bytes] = set()  # the shapes (uncompiled patterns) of plain step lines read: learned when seen again
 
 
 def fast_step_row(raw: bytes) -> dict[str, Any] | None:
@@ -237,30 +237,32 @@ def fast_step_row(raw: bytes) -> dict[str, Any] | None:
             return row
     got = plain_step_row(raw)
     if got is not None:
-        # learned on its second line: a log whose every line has a shape of its own compiles nothing
-        sig = raw.translate(None, b"0123456789.-+eE")
-        if _SEEN.get(sig):
-            _learn_shape(raw)
+        # learned on its second line: a log whose every line has a shape of its own (keys that count on, too)
+        # compiles nothing
+        shape, kb = _shape(raw)
+        if shape in _SEEN:
+            names = tuple(k.decode().strip() for k in kb)
+            _SHAPES[:] = [(re.compile(shape), names), *_SHAPES[:MAX_SHAPES - 1]]  # the latest first
         else:
             if len(_SEEN) >= 1024:
                 _SEEN.clear()
-            _SEEN[sig] = True
+            _SEEN.add(shape)
     return got
 
 
-def _learn_shape(raw: bytes) -> None:
-    """The pattern of a plain step line's shape (plain_step_row read it): its prefix as _STEP_FAST, then its
-    keys literally, each value bare or in the same numpy wrapper, nothing after but the line end."""
+def _shape(raw: bytes) -> tuple[bytes, list[bytes]]:
+    """The pattern of a plain step line's shape (plain_step_row read it), and its keys' bytes: its prefix as
+    _STEP_FAST, then its keys literally, each value bare or in the same numpy wrapper, nothing after but the
+    line end."""
     m = _STEP_FAST.match(raw)
     assert m is not None  # plain_step_row read the line
     parts, keys = [], []
     for part in raw[m.end():].rstrip(b"\r\n").split(b" - "):
         key, _, value = part.partition(b":")
-        keys.append(key.decode().strip())
+        keys.append(key)
         wrap = value[:value.index(b"(") + 1] if value.endswith(b")") else b""  # `np.float64(`, `np.int32(`
         parts.append(re.escape(key) + b":" + (re.escape(wrap) + _VALUE + rb"\)" if wrap else _VALUE))
-    pattern = re.compile(_STEP_FAST.pattern + b" - ".join(parts) + rb"[\r\n]*")
-    _SHAPES[:] = [(pattern, tuple(keys)), *_SHAPES[:MAX_SHAPES - 1]]  # the latest first
+    return _STEP_FAST.pattern + b" - ".join(parts) + rb"[\r\n]*", keys
 
 
 def plain_step_row(raw: bytes) -> dict[str, Any] | None:
