@@ -123,6 +123,12 @@ def _line_at(fd: int, size: int, pos: int, max_line: int) -> tuple[int, bytes | 
     return start, _readable(raw, max_line)
 
 
+def _crosses_edge(ls: int, le: int, start: int, length: int, size: int) -> bool:
+    """Whether the line starting at `ls` of a buffer of `length` bytes read from `start` (`le` < 0: no newline
+    ends it in the buffer) runs past the buffer's edge into bytes of the file it does not hold."""
+    return (ls == 0 and start > 0) or (le < 0 and start + length < size)
+
+
 def _readable(raw: bytes, max_line: int) -> bytes | None:
     """As `readline(max_line)` sees it: a line it returns whole, else None (skipped as too long)."""
     if len(raw) > max_line or (len(raw) == max_line and not raw.endswith(b"\n")):
@@ -145,8 +151,8 @@ def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_
             continue  # another marker on a line already cut out
         ls = buf.rfind(b"\n", 0, p) + 1
         le = buf.find(b"\n", p)
-        if (ls == 0 and start > 0) or (le < 0 and start + len(buf) < size):
-            gstart, raw = _line_at(fd, size, start + p, max_line)  # the line crosses the block's edge
+        if _crosses_edge(ls, le, start, len(buf), size):
+            gstart, raw = _line_at(fd, size, start + p, max_line)
         else:
             gstart, raw = start + ls, _readable(buf[ls:] if le < 0 else buf[ls:le + 1], max_line)
         local = max(0, gstart - start)
@@ -172,8 +178,8 @@ def _cut_dense(fd: int, size: int, start: int, buf: bytes, n: int, hits: list[in
     blk = Block(newlines=int(np.searchsorted(newline, n)), data=buf, start=start)
     last = len(buf)
     for ls, le, before, p in zip(starts.tolist(), ends.tolist(), lines.tolist(), at[first].tolist()):
-        if (ls == 0 and start > 0) or (le < 0 and start + last < size):
-            gstart, raw = _line_at(fd, size, start + p, max_line)  # the line crosses the block's edge
+        if _crosses_edge(ls, le, start, last, size):
+            gstart, raw = _line_at(fd, size, start + p, max_line)
             blk.lines.append((gstart, 0 if gstart < start else before, raw))
         else:
             blk.lines.append((start + ls, before, _readable(buf[ls:last if le < 0 else le], max_line)))
