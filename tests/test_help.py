@@ -36,6 +36,7 @@ def test_readme_shows_every_command():
 
 def test_progress_bar_only_on_a_terminal():
     import io
+    import threading
 
     from rich.console import Console
 
@@ -44,6 +45,9 @@ def test_progress_bar_only_on_a_terminal():
 
     assert _progress(Console(file=io.StringIO())) is None
     buf = io.StringIO()
+    threads = threading.active_count()
     update = _progress(Console(file=buf, force_terminal=True, width=100))
+    # drawn by the updates, with no refresh thread: a sweep forks its workers only when no other thread runs
+    assert threading.active_count() == threads
     load_run(REPO / "sample_runs" / "healthy", update)
     assert "reading" in buf.getvalue()

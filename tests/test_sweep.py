@@ -384,3 +384,34 @@ def test_jobs_2_reads_runs_in_this_process_too_and_gives_the_rows_of_one_job(tmp
     assert two == one and len(one) == 24
     # 24 runs in batches of 1 (24 // (2 * 8)): the feeder takes two for the worker, this process the next
     assert 1 <= len(here) <= 24
+
+
+FORKED_SWEEP = """
+import json, sys, threading
+from pathlib import Path
+from triage_agent.commands import sweep
+from triage_agent.runs.sweep import split_runs
+import multiprocessing as mp
+print("method alone:", sweep._context(mp).get_start_method())
+held = threading.Event()
+t = threading.Thread(target=held.wait)
+t.start()
+print("method with a thread:", sweep._context(mp).get_start_method())
+held.set(); t.join()
+print("buffered before the pool")  # in this process's stdout buffer (a pipe) when the workers fork
+rows = list(sweep._local(sweep._tasks(split_runs(Path(sys.argv[1])), None, False), 2, 0.0, False))
+print("rows:", len(rows))
+"""
+
+
+def test_jobs_2_forks_its_workers_when_no_other_thread_runs_and_nothing_prints_twice(tmp_path):
+    """A forked worker starts with the readers imported. It must not be forked while another thread runs (a lock
+    held there would stay held in the child), and a forked worker's copy of the stdout buffer must not be
+    flushed a second time at its exit (multiprocessing flushes the streams before it forks)."""
+    for i in range(40):
+        trl_state(tmp_path / f"r{i:02d}", [1.0] * 10)
+    proc = subprocess.run([sys.executable, "-c", FORKED_SWEEP, str(tmp_path)], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["method alone: fork", "method with a thread: forkserver",
+                                        "buffered before the pool", "rows: 40"]

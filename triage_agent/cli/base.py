@@ -108,14 +108,23 @@ def progress(err: Console) -> Callable[[str, int, int], None] | None:
     """A rich progress bar on stderr when it is a terminal; nothing otherwise."""
     if not err.is_terminal:
         return None
+    import time
+
     from rich.progress import Progress
 
-    bar = Progress(console=err, transient=True)
+    # redrawn here, at most 10 times a second, not by rich's refresh thread: a sweep's workers are forked from
+    # this process only while it runs no other thread (commands/sweep.py)
+    bar = Progress(console=err, transient=True, auto_refresh=False)
     task = bar.add_task("reading run", total=None)
     bar.start()
+    drawn = [0.0]
 
     def update(name: str, i: int, total: int) -> None:
+        now = time.monotonic()
         bar.update(task, completed=i + 1, total=total, description=f"reading {name[-40:]}")
+        if now - drawn[0] >= 0.1:
+            drawn[0] = now
+            bar.refresh()
         if i + 1 >= total:
             bar.stop()
 

@@ -123,11 +123,7 @@ def _local(tasks: list[tuple[str, str, str | None]], jobs: int, now: float, keep
     from collections import deque
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-    # forkserver: workers start from a clean interpreter, not a fork of one with a progress thread running; the
-    # server imports the readers and rules once, so each worker forks ready instead of importing them (~1 s)
-    ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
-    if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload(["triage_agent.commands.sweep", "triage_agent.report", "triage_agent.runs.load"])
+    ctx = _context(mp)
     # runs are taken a few at a time: one message per small run cost about as much as reading it
     size = max(1, min(16, len(tasks) // (jobs * 8)))
     batches = deque(tasks[i:i + size] for i in range(0, len(tasks), size))
@@ -138,10 +134,10 @@ def _local(tasks: list[tuple[str, str, str | None]], jobs: int, now: float, keep
         with lock:
             return batches.popleft() if batches and not stop.is_set() else None
 
-    def feed(pool: ProcessPoolExecutor) -> None:
+    def feed(pool: ProcessPoolExecutor, early: Future[list[dict[str, Any]]] | None) -> None:
         """Keeps each worker two batches ahead until the queue is empty; their rows go to `results`."""
         try:
-            running: set[Future[list[dict[str, Any]]]] = set()
+            running: set[Future[list[dict[str, Any]]]] = {early} if early is not None else set()
             while True:
                 while len(running) < 2 * (jobs - 1) and (batch := take()) is not None:
                     running.add(pool.submit(inspect_batch, batch, now, keep))
@@ -171,7 +167,10 @@ def _local(tasks: list[tuple[str, str, str | None]], jobs: int, now: float, keep
             yield from got
 
     with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx) as pool:
-        feeder = threading.Thread(target=feed, args=(pool,), name="triage-sweep-feed", daemon=True)
+        # the first submit starts the workers: from this thread, before the feeder's exists (a fork sees one thread)
+        first = take()
+        early = pool.submit(inspect_batch, first, now, keep) if first is not None else None
+        feeder = threading.Thread(target=feed, args=(pool, early), name="triage-sweep-feed", daemon=True)
         feeder.start()
         try:
             while (batch := take()) is not None:
@@ -181,6 +180,23 @@ def _local(tasks: list[tuple[str, str, str | None]], jobs: int, now: float, keep
         finally:
             stop.set()  # on an error or Ctrl-C here, the feeder submits nothing more
             feeder.join()
+
+
+def _context(mp: Any) -> Any:
+    """How the workers start. A fork of this process when it runs no other thread: it has imported the readers
+    and rules already, so a worker starts reading at once. Else forkserver (a fork of a process with a thread
+    running could copy a lock that thread holds): the server imports the readers and rules once and each worker
+    forks from it, ~0.9 s after the start. Spawn where neither exists."""
+    import threading
+
+    methods = mp.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return mp.get_context("fork")
+    if "forkserver" not in methods:
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["triage_agent.commands.sweep", "triage_agent.report", "triage_agent.runs.load"])
+    return ctx
 
 
 def inspect_batch(batch: list[tuple[str, str, str | None]], now: float, keep: bool) -> list[dict[str, Any]]:
