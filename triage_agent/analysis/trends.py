@@ -51,7 +51,7 @@ def rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
     """Trailing means over `window` points (the first window-1 points average what there is)."""
     if len(values) == 0:
         return values.astype(float)
-    c = np.cumsum(np.insert(values.astype(float), 0, 0.0))
+    c = np.cumsum(np.concatenate(([0.0], values.astype(float))))
     idx = np.arange(1, len(values) + 1)
     lo = np.maximum(idx - window, 0)
     out: np.ndarray = (c[idx] - c[lo]) / (idx - lo)

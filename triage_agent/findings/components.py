@@ -34,7 +34,8 @@ def _within_std(facts: Facts, name: str) -> np.ndarray | None:
 
 
 def _stuck(facts: Facts, rules: Rules) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str] | None:
-    """(stuck components, moving components, source) of a run with two or more reward components.
+    """(stuck components, moving components, source) of a run with two or more reward components, None when
+    none is stuck (then nothing is reported, and the evidence below, a rho and means each, is not computed).
 
     Over enough logged steps, a component is stuck when one value (its lowest) holds on task_stuck_share of them.
     With fewer rows, the trainer's own spread across completions decides: a mean at one value with a std of exactly
@@ -46,26 +47,32 @@ def _stuck(facts: Facts, rules: Rules) -> tuple[list[dict[str, Any]], list[dict[
     cols = [c for c in m.frame.columns if c.startswith("rc:")]
     if len(cols) < 2:
         return None
-    stuck: list[dict[str, Any]] = []
-    moving: list[dict[str, Any]] = []
+    judged = []
     for c in cols:
         s = facts.series(c)
         if s is None:
             continue
         value, share = trends.mode_share(s.values)
-        head, tail = facts.head_tail(s)
-        within = _within_std(facts, c[3:])
-        info = {"name": c[3:], "role": components.role(c[3:]), "head_mean": rnd(head, 4), "tail_mean": rnd(tail, 4),
-                "steps": s.n, "rho_step": rnd(spearman(s.steps, s.values))}
-        if s.n >= rules["min_series_steps"]:
+        few = s.n < rules["min_series_steps"]
+        if not few:
             # stuck at its floor: a task reward sitting at its top is solved, not dead
             is_stuck = ge(share, rules["task_stuck_share"]) and value <= float(s.values.min()) + 1e-12
             moves = float(np.ptp(s.values)) > 0 and not is_stuck
         else:  # few rows: the spread across each window's completions
+            within = _within_std(facts, c[3:])
             is_stuck = within is not None and len(within) == s.n and bool((within == 0).all()) and share == 1.0
             moves = float(np.ptp(s.values)) > 0 or (within is not None and bool((within > 0).any()))
-            if is_stuck:
-                info["within_window_std"] = 0.0
+        judged.append((c, s, value, share, few, is_stuck, moves))
+    if not any(j[5] for j in judged):
+        return None
+    stuck: list[dict[str, Any]] = []
+    moving: list[dict[str, Any]] = []
+    for c, s, value, share, few, is_stuck, moves in judged:
+        head, tail = facts.head_tail(s)
+        info = {"name": c[3:], "role": components.role(c[3:]), "head_mean": rnd(head, 4), "tail_mean": rnd(tail, 4),
+                "steps": s.n, "rho_step": rnd(spearman(s.steps, s.values))}
+        if few and is_stuck:
+            info["within_window_std"] = 0.0
         if is_stuck:
             stuck.append(info | {"value": rnd(value, 4), "share_at_value": rnd(share),
                                  "start_step": trends.first_step(s.steps, s.values == value)})

@@ -49,6 +49,7 @@ class Facts:
     unknown_rules: list[str] = field(default_factory=list)
     _config: dict[str, ConfigValue | None] = field(default_factory=dict, repr=False)
     _series: dict[str, Series | None] = field(default_factory=dict, repr=False)
+    _head_tail: dict[int, tuple[Series, tuple[float, float]]] = field(default_factory=dict, repr=False)
     _summaries: dict[str, SeriesSummary | None] = field(default_factory=dict, repr=False)
     _columns: dict[int, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)  # id(table) -> columns
     # other runs the user put beside this one (`triage ask A "..." --vs B`), for `compare_runs`
@@ -199,7 +200,12 @@ class Facts:
         return s if s is not None and s.n >= self.rules["min_series_steps"] else None
 
     def head_tail(self, s: Series) -> tuple[float, float]:
-        return head_tail(s.values, self.rules["head_tail_fraction"], int(self.rules["head_tail_min_points"]))
+        """The series' head and tail means, computed once per series (most rules ask for them)."""
+        got = self._head_tail.get(id(s))
+        if got is None or got[0] is not s:  # the series is kept with its means: its id cannot be reused
+            got = self._head_tail[id(s)] = (s, head_tail(s.values, self.rules["head_tail_fraction"],
+                                                         int(self.rules["head_tail_min_points"])))
+        return got[1]
 
     def summary(self, name: str) -> SeriesSummary | None:
         """What the views and tools show of a series, computed once per series."""

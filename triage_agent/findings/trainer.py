@@ -46,7 +46,8 @@ def _means(against: str, word: str = "means") -> str:
 
 
 def _p95_p5(values: np.ndarray) -> float:
-    return float(np.percentile(values, 95) - np.percentile(values, 5))
+    p5, p95 = np.percentile(values, [5, 95])  # one call: each took ~80 µs on a 50-step series
+    return float(p95 - p5)
 
 
 # -- reward ---------------------------------------------------------------------------------------
@@ -61,11 +62,11 @@ def reward_flat(facts: Facts, rules: Rules) -> Finding | None:
     if s is None or s.n < rules["flat_min_steps"]:
         return None
     rho = spearman(s.steps, s.values)  # None for a constant series: flat by any reading
+    if rho is not None and rho >= rules["flat_rho_max"]:
+        return None
     head, tail = facts.head_tail(s)
     spread = _p95_p5(s.values)
     levels = len(np.unique(s.values))
-    if rho is not None and rho >= rules["flat_rho_max"]:
-        return None
     z = None
     if levels <= rules["flat_discrete_levels"]:
         # a few discrete levels (binary, a format reward's 0/0.125/0.25): is the tail's mean above the head's beyond
@@ -393,15 +394,15 @@ def component_dominates(facts: Facts, rules: Rules) -> Finding | None:
     cov = centered.T @ centered / len(data)
     shares = shares_from_cov(cov, live, dict.fromkeys(live, 1.0))
     top = max(shares, key=lambda k: shares[k])
-    steps = table[:, 0]
-    rhos = {c: spearman(steps, cols[c]) for c in live}
-    stagnant = [c for c in live if c != top and (rhos[c] is None or (rhos[c] or 0.0) < rules["stagnant_rho"])]
-    if not ge(shares[top], rules["dominant_share"]) or not stagnant:
-        return None
-    if components.role(top[3:]) == "task":
+    if not ge(shares[top], rules["dominant_share"]) or components.role(top[3:]) == "task":
         # the task reward carrying the signal is what GRPO should see, not "the easy component": a stagnant
         # format or length term beside it is no alarm (the healthy Unsloth GSM8K run in SOURCES.md: correctness
         # carries 80% and rises; the MBPP run's label calls the literal rule's finding questionable for this reason)
+        return None
+    steps = table[:, 0]
+    rhos = {c: spearman(steps, cols[c]) for c in live}
+    stagnant = [c for c in live if c != top and (rhos[c] is None or (rhos[c] or 0.0) < rules["stagnant_rho"])]
+    if not stagnant:
         return None
     sev: Severity = "high" if ge(shares[top], rules["dominant_share_high"]) else "medium"
     return Finding("reward.component_dominates", sev,
