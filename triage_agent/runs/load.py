@@ -28,6 +28,7 @@ from triage_agent.runs.formats.canonical import (
     strip_prefix,
     validation_series,
 )
+from triage_agent.runs.frames import frame_of
 from triage_agent.runs.model import ConfigValue, ParseError, Round, Run, SourceFile, Table, Unread
 from triage_agent.runs.tables import normalize, read_table
 
@@ -331,7 +332,7 @@ class _TrainerParts:
             cols = {"step": frame["step"].to_numpy(), **{c[3:]: frame[c].to_numpy() for c in components}}
             if "reward" in frame.columns:
                 cols["total"] = frame["reward"].to_numpy()
-            run.rounds.append(Round(role="policy", index=1, history=Table(pd.DataFrame(cols), rel)))
+            run.rounds.append(Round(role="policy", index=1, history=Table(frame_of(cols), rel)))
 
 
 def _kind(run: Run, declared: str | None) -> str:

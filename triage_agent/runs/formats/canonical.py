@@ -19,6 +19,7 @@ import pandas as pd
 
 from triage_agent.runs.formats.base import Columns
 from triage_agent.runs.formats.base import number as _number
+from triage_agent.runs.frames import frame_of
 
 # canonical -> names, first match wins. Sources: TRL GRPOTrainer._metrics, verl metric_utils.py,
 # OpenRLHF ppo_trainer status dict, NeMo-RL grpo.py metrics, ms-swift GRPO logs (see the spec's table).
@@ -244,7 +245,7 @@ def canonicalize_columns(cols: Columns, columns: Mapping[str, str] | None = None
         with np.errstate(invalid="ignore"):  # inf + -inf
             total = cols.values[a] + cols.values[b]
         put("zero_std_share", cols.present[a] & cols.present[b], total, len(chosen))
-    frame = pd.DataFrame({"step": uniq, **{c: out[c] for c in sorted(out, key=order.__getitem__)}})
+    frame = frame_of({"step": uniq, **{c: out[c] for c in sorted(out, key=order.__getitem__)}})
     return _canonical(frame, present, chosen, parts, nonfinite, list(keys))
 
 
