@@ -31,8 +31,26 @@ def rows(draw: st.DrawFn) -> list[dict[str, object]]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
-@given(rows(), st.sampled_from([None, {"reward": "custom/x"}, {"kl": "entropy"}]))
+@st.composite
+def rows_in_order(draw: st.DrawFn) -> list[dict[str, object]]:
+    """One row per step, steps rising (the usual file, read by canonicalize_columns' own path), now and then
+    a row without a step or with a non-finite one between them."""
+    out: list[dict[str, object]] = []
+    step = draw(st.integers(-3, 3))
+    for _ in range(draw(st.integers(0, 25))):
+        keys = draw(st.lists(st.sampled_from(KEYS[1:]), unique=True, max_size=6))
+        row: dict[str, object] = {k: draw(VALUES) for k in keys}
+        if draw(st.integers(0, 9)):
+            step += draw(st.integers(1, 3))
+            row["step"] = step if draw(st.booleans()) else step + draw(st.sampled_from([0.0, 0.25, 0.9]))
+        elif draw(st.booleans()):
+            row["step"] = draw(st.sampled_from([float("nan"), None, "x"]))
+        out.append(row)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(rows(), rows_in_order()), st.sampled_from([None, {"reward": "custom/x"}, {"kl": "entropy"}]))
 def test_columns_and_rows_give_the_same_canonical_frame(data, mapping):
     want = canonicalize(data, mapping)
     got = canonicalize_columns(Columns.from_rows(data), mapping)

@@ -211,19 +211,40 @@ def canonicalize_columns(cols: Columns, columns: Mapping[str, str] | None = None
         valid = cols.present[step_key] & np.isfinite(raw_step) & (np.abs(raw_step) < MAX_STEP)
     rows = np.flatnonzero(valid)
     steps = np.trunc(raw_step[rows]).astype("int64")  # int() of a float step, as the row path takes it
-    uniq, first = np.unique(steps, return_index=True)
-    # the row path's dict for a step is made at the step's first row: its rank orders the columns
-    first_row_of_step = rows[first][np.searchsorted(uniq, steps)]
+    # the usual file: one row per step, in order (a TRL state's train rows, a log's step lines)
+    distinct = len(steps) < 2 or bool((steps[1:] > steps[:-1]).all())
+    if distinct:
+        uniq, first_row_of_step = steps, rows
+    else:
+        uniq, first = np.unique(steps, return_index=True)
+        # the row path's dict for a step is made at the step's first row: its rank orders the columns
+        first_row_of_step = rows[first][np.searchsorted(uniq, steps)]
     out: dict[str, np.ndarray] = {}
     order: dict[str, tuple[int, int, int]] = {}
     nonfinite: dict[str, set[int]] = {}
 
     def put(col: str, has: np.ndarray, vals: np.ndarray, rank: int) -> None:
-        at = np.flatnonzero(has[rows])
+        here = has[rows]
+        if distinct:  # each step's value is its one row's; the column's first row orders it
+            if here.all():
+                if not len(rows):
+                    return
+                out[col] = np.asarray(vals[rows], dtype=float)  # a copy already: the rows picked
+                order[col] = (int(rows[0]), int(rows[0]), rank)
+                return
+            at = np.flatnonzero(here)
+            if not len(at):
+                return
+            col_out = np.full(len(uniq), np.nan)
+            col_out[at] = vals[rows[at]]
+            out[col] = col_out
+            order[col] = (int(rows[at[0]]), int(rows[at[0]]), rank)
+            return
+        at = np.flatnonzero(here)
         if not len(at):
             return
         st = steps[at]
-        last = at[np.r_[st[1:] != st[:-1], True]] if _sorted(st) else _last_per_step(at, st)
+        last = at[np.concatenate((st[1:] != st[:-1], [True]))] if _sorted(st) else _last_per_step(at, st)
         col_out = np.full(len(uniq), np.nan)
         col_out[np.searchsorted(uniq, steps[last])] = vals[rows[last]]
         out[col] = col_out
