@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import REAL_RUNS, SAMPLES, cli, write
 from triage_agent.analysis.compare import config_diff, noise, parting_step
@@ -415,3 +417,16 @@ def test_jobs_2_forks_its_workers_when_no_other_thread_runs_and_nothing_prints_t
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["method alone: fork", "method with a thread: forkserver",
                                         "buffered before the pool", "rows: 40"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.sampled_from(["configs", "checkpoint-500", "global_step10", "selector_round2", "round", "evals",
+                                  "evalx", "latest-run", "tb", "wandb", "a_round_b", "roundx", "checkpoint"]),
+                 st.text(alphabet="abcdefgilknoprstuvw_-.*?[]0123456789\n", max_size=16)))
+def test_the_part_names_regex_matches_as_the_globs_do(name):
+    """sweep._PART is PART_NAMES' globs compiled into one pattern: it must match exactly the names fnmatch does."""
+    import fnmatch
+
+    from triage_agent.runs.sweep import _PART, PART_NAMES
+
+    assert (_PART.match(name) is not None) == any(fnmatch.fnmatchcase(name, p) for p in PART_NAMES)

@@ -29,6 +29,7 @@ PART_NAMES = ("configs", "config", ".hydra", "logs", "log", "runs", "tensorboard
               # the role folders of the spec's run families (run-format.md): parts of one run, never a sweep
               "policy", "solver", "calibration", "selector", "generator", "data", "datasets", "round*", "*_round*")
 _RUN_DIR = re.compile(r"^(offline-)?run-")  # a W&B run folder inside wandb/
+_PART = re.compile("|".join(fnmatch.translate(p) for p in PART_NAMES))  # one match for all the globs
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def _is_part(name: str, node: _Node) -> bool:
         return True
     if low == "wandb":  # one W&B run inside is part of this run; several are runs of their own
         return sum(1 for c in node.children if c.evidence and _RUN_DIR.match(c.path.name)) <= 1
-    return any(fnmatch.fnmatchcase(low, p) for p in PART_NAMES)
+    return _PART.match(low) is not None
 
 
 def _walk(root: Path, notes: list[str]) -> _Node:
@@ -89,9 +90,12 @@ def _walk(root: Path, notes: list[str]) -> _Node:
     listed = 0
     top = _Node(root)
     nodes[os.fspath(root)] = top
+    base = os.fspath(root)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = nodes[dirpath]
-        depth = len(Path(dirpath).relative_to(root).parts)
+        # the folder below the root, by string (pathlib's parsing was half of a 1,000-run sweep's split)
+        below = dirpath[len(base):].strip(os.sep).replace(os.sep, "/")
+        depth = below.count("/") + 1 if below else 0
         dirnames[:] = sorted(d for d in dirnames if (not d.startswith(".") or d == ".hydra")
                              and depth < SPLIT_DEPTH + disc.MAX_DEPTH)
         for d in dirnames:
@@ -109,8 +113,8 @@ def _walk(root: Path, notes: list[str]) -> _Node:
             if name == "triage.toml":
                 here.manifest = True
                 continue
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
+            path = Path(dirpath, name)
+            rel = f"{below}/{name}" if below else name
             try:
                 role = disc.classify(path, rel)
             except OSError:
