@@ -116,3 +116,20 @@ def test_frame_of_takes_the_fast_path_on_this_pandas():
     from triage_agent.runs import frames
 
     assert frames._FAST is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.integers(-5, 30), st.sampled_from([2**62, -2**62, 2**63, 2**64])),
+                          st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3))),
+                max_size=30))
+def test_points_frame_is_the_frame_pandas_dedup_and_sort_make(pts):
+    """canonical.points_frame builds the validation and eval-loss frames without pandas' drop_duplicates and
+    sort: the frame must be theirs (last value of a step kept, steps ascending), dtypes and labels included."""
+    from triage_agent.runs.formats.canonical import points_frame
+
+    pts = [(s, float(v)) for s, v in pts]
+    want = pd.DataFrame(pts, columns=["step", "validation"]).drop_duplicates("step", keep="last")
+    want = want.sort_values("step").reset_index(drop=True)
+    got = points_frame(pts, "validation")
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got.dtypes) == list(want.dtypes) and got.columns.dtype == want.columns.dtype

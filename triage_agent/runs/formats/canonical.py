@@ -370,9 +370,7 @@ def eval_loss_series(rows: list[dict[str, Any]], keys: list[str]) -> pd.DataFram
     pts = [(int(s), float(v)) for row in rows
            if (s := _number(row.get("step"))) is not None and (v := _number(row.get(pick))) is not None
            and math.isfinite(s) and math.isfinite(v)]
-    frame = pd.DataFrame(pts, columns=["step", "eval_loss"]).drop_duplicates("step", keep="last")
-    out: pd.DataFrame = frame.sort_values("step").reset_index(drop=True)
-    return out
+    return points_frame(pts, "eval_loss")
 
 
 def validation_series(rows: list[dict[str, Any]], keys: list[str] | None = None) -> tuple[pd.DataFrame, str | None]:
@@ -392,5 +390,17 @@ def validation_series(rows: list[dict[str, Any]], keys: list[str] | None = None)
     pts = [(int(s), float(v)) for row in rows
            if (s := _number(row.get("step"))) is not None and (v := _number(row.get(pick))) is not None
            and math.isfinite(s)]
-    frame = pd.DataFrame(pts, columns=["step", "validation"]).drop_duplicates("step", keep="last")
-    return frame.sort_values("step").reset_index(drop=True), pick
+    return points_frame(pts, "validation"), pick
+
+
+def points_frame(pts: list[tuple[int, float]], name: str) -> pd.DataFrame:
+    """(step, value) points -> a frame of `step` and `name` by step, each step's last value kept: the frame
+    `pd.DataFrame(pts).drop_duplicates("step", keep="last").sort_values("step")` makes (a test holds them
+    equal), without its ~0.3 ms (twice for a small run in a sweep)."""
+    if not pts or not -MAX_STEP <= min(p[0] for p in pts) <= max(p[0] for p in pts) <= MAX_STEP:
+        frame = pd.DataFrame(pts, columns=["step", name]).drop_duplicates("step", keep="last")
+        out: pd.DataFrame = frame.sort_values("step").reset_index(drop=True)
+        return out
+    last = dict(pts)  # a later point of a step replaces an earlier one
+    steps = sorted(last)
+    return frame_of({"step": np.array(steps, dtype=np.int64), name: np.array([last[k] for k in steps], dtype=float)})
