@@ -16,6 +16,14 @@ from triage_agent.runs.formats import trl
 from triage_agent.runs.formats.base import Columns
 
 
+@pytest.fixture(autouse=True, params=["entry spans", "whole document"])
+def path_taken(request, monkeypatch):
+    """Every test here on both of the reader's paths: the entry spans (big files) and the whole document
+    (a file under trl.WHOLE_BELOW that parses whole)."""
+    monkeypatch.setattr(trl, "WHOLE_BELOW", 0 if request.param == "entry spans" else 1 << 40)
+    return request.param
+
+
 def reference(doc: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int]]:
     """The former reader's split of a parsed document: (train rows, eval rows, indexes of rows without a step)."""
     train, evals, bad = [], [], []

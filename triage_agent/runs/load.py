@@ -307,7 +307,7 @@ class _TrainerParts:
         if isinstance(train, Columns):  # only the rows that hold a validation key, as dicts
             train = train.rows([k for k in train.keys if is_validation(strip_prefix(k))])
         val, key = validation_series(self.evals + train, keys)
-        if not val.empty:
+        if val is not None and not val.empty:
             run.validation = Table(val, self.eval_source if key and key.startswith("eval_") and self.eval_source
                                    else (best[1] if best else "eval rows"))
             run.validation_key = key
@@ -315,7 +315,7 @@ class _TrainerParts:
         if isinstance(losses, Columns):  # only the rows that hold an eval loss, as dicts
             losses = losses.rows([k for k in losses.keys if k in EVAL_LOSS])
         eval_loss = eval_loss_series(self.evals + losses, keys)
-        if not eval_loss.empty:
+        if eval_loss is not None and not eval_loss.empty:
             run.eval_loss = Table(eval_loss, self.eval_source or (best[1] if best else "eval rows"))
         if self.samples:
             run.rollouts = Table(pd.DataFrame.from_records(self.samples), ", ".join(self.sample_sources[:3])
