@@ -89,8 +89,8 @@ def _walk(root: Path, notes: list[str]) -> _Node:
     nodes: dict[str, _Node] = {}
     listed = 0
     top = _Node(root)
-    nodes[os.fspath(root)] = top
     base = os.fspath(root)
+    nodes[base] = top
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = nodes[dirpath]
         # the folder below the root, by string (pathlib's parsing was half of a 1,000-run sweep's split)

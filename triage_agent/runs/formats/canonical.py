@@ -224,24 +224,16 @@ def canonicalize_columns(cols: Columns, columns: Mapping[str, str] | None = None
     nonfinite: dict[str, set[int]] = {}
 
     def put(col: str, has: np.ndarray, vals: np.ndarray, rank: int) -> None:
-        here = has[rows]
-        if distinct:  # each step's value is its one row's; the column's first row orders it
-            if here.all():
-                if not len(rows):
-                    return
-                out[col] = np.asarray(vals[rows], dtype=float)  # a copy already: the rows picked
-                order[col] = (int(rows[0]), int(rows[0]), rank)
-                return
-            at = np.flatnonzero(here)
-            if not len(at):
-                return
-            col_out = np.full(len(uniq), np.nan)
-            col_out[at] = vals[rows[at]]
-            out[col] = col_out
-            order[col] = (int(rows[at[0]]), int(rows[at[0]]), rank)
-            return
-        at = np.flatnonzero(here)
+        at = np.flatnonzero(has[rows])
         if not len(at):
+            return
+        if distinct:  # each step's value is its one row's; the column's first row orders it
+            if len(at) == len(rows):
+                out[col] = np.asarray(vals[rows], dtype=float)  # a copy already: the rows picked
+            else:
+                out[col] = np.full(len(uniq), np.nan)
+                out[col][at] = vals[rows[at]]
+            order[col] = (int(rows[at[0]]), int(rows[at[0]]), rank)
             return
         st = steps[at]
         last = at[np.concatenate((st[1:] != st[:-1], [True]))] if _sorted(st) else _last_per_step(at, st)
