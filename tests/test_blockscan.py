@@ -4,6 +4,7 @@ Blocks are made tiny (and the head read line by line short) so that every case c
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 import time
@@ -121,7 +122,7 @@ FRAGMENTS = st.sampled_from([
     METRIC.format(s=7, r=3, e=2), NOISE, TRACE, "{'loss': 0.5, 'reward': nan, 'epoch': 0.2}\n",
     " 12%|#2        | 12/100 [00:12<01:28,  1.00it/s]\r", " 13%|#3        | 13/100 [00:13<01:27, act_loss=0.1, reward=0.2]\r",
     "Total training steps: 100\n", "Killed\n", "[rank0]: Watchdog caught collective operation timeout: NCCL\n",
-    "loss is nan\n", "\n", "\r\n", "\xff\xfe\n", "step:3 - a:1 - b:2", "x" * 300 + "\n", "ERROR: x Traceback (most recent call last):\n",
+    "loss is nan\n", "2024-05-01 INFO trainer: loss=-Inf) on inference\n", "\x1b[31mloss: NaN\x1b[0m\n", "\n", "\r\n", "\xff\xfe\n", "step:3 - a:1 - b:2", "x" * 300 + "\n", "ERROR: x Traceback (most recent call last):\n",
 ])
 
 
@@ -159,3 +160,42 @@ def test_dense_and_one_by_one_cuts_give_the_same_blocks(tmp_path_factory, monkey
     finally:
         os.close(fd)
     assert got[0] == got[10**9]
+
+
+WORDS = st.sampled_from(["inf", "INF", "Nan", "nan", "INFO", "info", "nanx", "xinf", "in", "f", "na", " ", ".", "_",
+                         "-", "\n", "\xe9", "é"])
+
+
+def _word_lines(data: bytes) -> list[int]:
+    """Reference, by hand: the start offsets of the lines holding "nan" or "inf" (any case) not followed by an
+    ASCII letter, digit or underscore."""
+    out, start = [], 0
+    for line in data.split(b"\n"):
+        low = line.lower()
+        hit = any(low[i:i + 3] in (b"nan", b"inf") and not (low[i + 3:i + 4].isalnum() or low[i + 3:i + 4] == b"_")
+                  for i in range(len(low)))
+        if hit:
+            out.append(start)
+        start += len(line) + 1
+    return out
+
+
+@settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(WORDS, max_size=200), block=st.integers(16, 200), engine=st.sampled_from(["re", "re2", "hyperscan"]))
+def test_word_markers_cut_the_lines_that_end_the_word_across_block_edges(tmp_path_factory, monkeypatch, words, block,
+                                                                         engine):
+    if engine == "hyperscan" and importlib.util.find_spec("hyperscan") is None:
+        return
+    monkeypatch.setattr(blockscan, "BLOCK", block)
+    monkeypatch.setenv(blockscan.ENGINE_ENV, engine)
+    data = "".join(words).encode()
+    path = tmp_path_factory.mktemp("words") / "w.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = [start for blk in blockscan.blocks(fd, len(data), 0, (blockscan.Word(b"nan"), blockscan.Word(b"inf")),
+                                                 1 << 20, 2) for start, _n, _raw in blk.lines]
+    finally:
+        os.close(fd)
+    assert sorted(set(got)) == _word_lines(data)

@@ -634,19 +634,34 @@ def test_overlapping_fatal_literals_are_all_found():
         "OutOfMemoryError", "return code", "NCCL"}
 
 
-def test_past_the_named_rows_a_nan_loss_line_is_still_found_by_its_non_finite_word():
+def test_past_the_named_rows_a_nan_loss_line_is_still_found_by_its_non_finite_word(monkeypatch):
     """The narrowed markers drop "loss:" (prose says it all the time) for nan/inf: the NaN-loss fatal pattern
     needs one of those words, so every line it matches must still be cut out of its block."""
+    import importlib.util
     import re
 
+    from triage_agent.runs import blockscan, logs
     from triage_agent.runs.logs import _FATAL, NAMED_MARKERS, STRUCTURAL, VERL_MARKERS
 
     nan_loss = next(p for p, label, _lits in _FATAL if label == "NaN/inf loss")
+    engines = ["re", "re2"] + (["hyperscan"] if importlib.util.find_spec("hyperscan") else [])
     for line in ("loss: nan", "Loss is -inf", "LOSS=NaN", "train loss:   INF", "NaN or Inf found in input tensor",
-                 "non-finite loss, skipping"):
-        assert nan_loss.search(line), line
+                 "non-finite loss, skipping", "loss: nan\x1b[0m", "loss=inf\u2026", "loss:\u00a0NaN", "loss: inf"):
+        assert nan_loss.search(logs.clean(line)), line
         for markers in (NAMED_MARKERS, VERL_MARKERS):
-            assert any(m.decode() in line for m in markers), (line, markers)
+            for engine in engines:
+                monkeypatch.setenv(blockscan.ENGINE_ENV, engine)
+                raw = line.encode()
+                assert blockscan.finder(markers)[1](raw, len(raw)), (line, engine)
+    # the words are words: a logging line's level, "info" and "inference" are no hit (they were, as substrings, on
+    # every INFO line of a log); "nan" and "inf" are, as their case varies and before any non-word byte
+    for engine in engines:
+        monkeypatch.setenv(blockscan.ENGINE_ENV, engine)
+        find = blockscan.finder(VERL_MARKERS)[1]
+        for text in (b"2024-05-01 INFO trainer: information on inference", b"Infinity banana nanos infer"):
+            assert find(text, len(text)) == [], (text, engine)
+        text = b"x Inf, nan) -INF NaN\n"
+        assert find(text, len(text)) == [2, 7, 13, 17], engine
     # nothing else is dropped: the narrowed sets differ from STRUCTURAL only by the loss and dict markers
     dropped = set(STRUCTURAL) - set(VERL_MARKERS)
     assert all(re.fullmatch(rb"(loss|Loss|LOSS)( is|:|=)?|\{['\"]", m) for m in dropped), dropped

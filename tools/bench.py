@@ -11,6 +11,8 @@ the CPU ratio is the steadier of the two. Inputs (`--quick`: a tenth or less of 
   `[sandbox] Traceback` lines from the rollouts' code) around ~500 `step:N - key:value` metric lines;
   vs `grep` for the markers and a regex parse of the marked lines. Also checked: triage's metric rows
   against the real step lines (rollout text must give none);
+- a 0.5 GB verl log whose other lines are INFO logging lines (vLLM's engine stats, "inference" in them),
+  around a metric line every 500 lines; vs the same grep + regex parse;
 - a 100,000-step dense verl log (a metric line per step) vs a 30-line regex parser;
 - TensorBoard, 1,000,000 scalars (8 tags, an event each) vs a struct + `Event.FromString` loop over
   tensorboard's protobufs (left out, with a note, without the tensorboard package);
@@ -293,6 +295,31 @@ def bench_rollout_log(tmp: Path, quick: bool) -> None:
     shutil.rmtree(run)
 
 
+INFO_LINE = ("\x1b[36m(WorkerDict pid=7781)\x1b[0m INFO 05-01 12:00:00 metrics.py:341] Avg prompt throughput: "
+             "512.3 tokens/s, Running: 64 reqs, GPU KV cache usage: 41.2%, inference batch 17 (see info)\n")
+
+
+def bench_info_log(tmp: Path, quick: bool) -> None:
+    run = tmp / "info"
+    run.mkdir()
+    log = run / "verl_info.log"
+    block, size, step = INFO_LINE * 499, 50_000_000 if quick else 500_000_000, 0
+    with log.open("w") as fh:
+        written = fh.write(f"{PRE_RUNNER}Total training steps: 100000\n")
+        while written < size:
+            step += 1
+            written += fh.write(block + f"{PRE_RUNNER}step:{step} - critic/score/mean:np.float64(0.5) - "
+                                        "actor/entropy:0.6 - response_length/mean:412.0\n")
+    warm(log)
+    parser = tmp / "regex_parser.py"
+    parser.write_text(REGEX_PARSER)
+    alt = Timing(["grep", "-a", "-E", shlex.quote("step:[0-9]+ - |Traceback|Error"), shlex.quote(str(log)), "|",
+                  shlex.quote(sys.executable), shlex.quote(str(parser))], shell=True)
+    row(f"verl log of INFO lines, {log.stat().st_size / 1e9:.2f} GB, {step:,} step lines",
+        triage("inspect", str(run), "--json"), alt, "grep + regex")
+    shutil.rmtree(run)
+
+
 def bench_dense_log(tmp: Path, quick: bool) -> None:
     run = tmp / "dense"
     log = synth.write(run, "verl_console", synth.kl_explosion(10_000 if quick else 100_000, 31))
@@ -386,7 +413,7 @@ def bench_sweep(tmp: Path, quick: bool) -> None:
 
 
 BENCHES: dict[str, Callable[[Path, bool], None]] = {
-    "rollouts": bench_rollout_log, "dense": bench_dense_log, "tensorboard": bench_tensorboard, "json": bench_json,
+    "rollouts": bench_rollout_log, "info": bench_info_log, "dense": bench_dense_log, "tensorboard": bench_tensorboard, "json": bench_json,
     "mixed": bench_mixed, "watch": bench_watch, "sweep": bench_sweep,
 }
 

@@ -42,15 +42,38 @@ class Block:
 Finder = Callable[[bytes, int], list[int]]
 
 
-def _hyperscan(markers: tuple[bytes, ...]) -> Finder | None:
+@dataclass(frozen=True)
+class Word:
+    """A marker found only where it ends a word, in any case: `Word(b"inf")` is in `loss: inf`, `-Inf` and
+    `INF,`, not in `INFO` (a logging line's level), `info` or `inference`. A superset of every `\\b`-ended use
+    of the word in a decoded line: a byte past the word that is not an ASCII letter, digit or underscore is a
+    word's end for the search (a UTF-8 letter too, which only finds more)."""
+
+    text: bytes
+
+
+Marker = bytes | Word
+
+
+def _source(marker: Marker) -> bytes:
+    """The marker as a pattern for Hyperscan, RE2 and `re` alike (bytes, ASCII `\\b`)."""
+    if isinstance(marker, Word):
+        return b"(?i:" + re.escape(marker.text) + rb")\b"
+    return re.escape(marker)
+
+
+def _width(marker: Marker) -> int:
+    return len(marker.text if isinstance(marker, Word) else marker)
+
+
+def _hyperscan(markers: tuple[Marker, ...]) -> Finder | None:
     try:
         import hyperscan
     except ImportError:
         return None
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=[re.escape(m.decode("latin-1")).encode("latin-1") for m in markers],
-               ids=list(range(len(markers))), flags=[0] * len(markers))
-    lengths = [len(m) for m in markers]
+    db.compile(expressions=[_source(m) for m in markers], ids=list(range(len(markers))), flags=[0] * len(markers))
+    lengths = [_width(m) for m in markers]
     local = threading.local()  # Hyperscan's scratch space is per thread
 
     def find(buf: bytes, limit: int) -> list[int]:
@@ -71,8 +94,8 @@ def _hyperscan(markers: tuple[bytes, ...]) -> Finder | None:
     return find
 
 
-def _regex(markers: tuple[bytes, ...], use_re2: bool) -> Finder:
-    pattern = b"|".join(re.escape(m) for m in markers)
+def _regex(markers: tuple[Marker, ...], use_re2: bool) -> Finder:
+    pattern = b"|".join(_source(m) for m in markers)
     compiled = None
     if use_re2:
         try:
@@ -95,10 +118,10 @@ def _regex(markers: tuple[bytes, ...], use_re2: bool) -> Finder:
     return find
 
 
-_FINDERS: dict[tuple[tuple[bytes, ...], str], tuple[str, Finder]] = {}
+_FINDERS: dict[tuple[tuple[Marker, ...], str], tuple[str, Finder]] = {}
 
 
-def finder(markers: tuple[bytes, ...]) -> tuple[str, Finder]:
+def finder(markers: tuple[Marker, ...]) -> tuple[str, Finder]:
     """The fastest multi-literal search available (its name and the function), built once per marker set."""
     want = os.environ.get(ENGINE_ENV, "")
     key = (markers, want)
@@ -191,12 +214,12 @@ def _newlines(arr: np.ndarray, lo: int, hi: int, step: int = 1 << 20) -> int:
     return sum(int(np.count_nonzero(arr[i:min(i + step, hi)] == 10)) for i in range(lo, hi, step))
 
 
-def blocks(fd: int, size: int, start: int, markers: tuple[bytes, ...], max_line: int,
+def blocks(fd: int, size: int, start: int, markers: tuple[Marker, ...], max_line: int,
            jobs: int | None = None) -> Generator[Block, None, None]:
     """The file's blocks from `start` on, in order, each with its newline count and marked lines; a few
     blocks are searched ahead by worker threads."""
     _, find = finder(markers)
-    overlap = max(len(m) for m in markers)
+    overlap = max(_width(m) for m in markers)
     jobs = max(1, min(jobs or os.cpu_count() or 1, 8))
     starts = iter(range(start, size, BLOCK))
     with ThreadPoolExecutor(jobs) as pool:
