@@ -62,32 +62,63 @@ def test_every_read_goes_through_the_bounded_reader():
         ("read_text", 2), ("open", 3)]
 
 
-def test_a_device_is_refused_whatever_st_size_says(tmp_path):
+WHOLE_READERS = [bounded.read_bytes, bounded.read_buffer]
+
+
+@pytest.mark.parametrize("read", WHOLE_READERS)
+def test_a_device_is_refused_whatever_st_size_says(tmp_path, read):
     link = tmp_path / "expected.json"
     os.symlink("/dev/zero", link)
     assert os.stat(link).st_size == 0  # what a size check would trust
     with pytest.raises(OSError, match="not a regular file"):
-        bounded.read_bytes(link, 1 << 20)
+        read(link, 1 << 20)
 
 
-def test_a_fifo_is_refused_without_blocking(tmp_path):
+@pytest.mark.parametrize("read", WHOLE_READERS)
+def test_a_fifo_is_refused_without_blocking(tmp_path, read):
     os.mkfifo(tmp_path / "f")
     t0 = time.monotonic()
     with pytest.raises(OSError, match="not a regular file"):
-        bounded.read_bytes(tmp_path / "f")
+        read(tmp_path / "f")
     assert bounded.head(tmp_path / "f") == b""
     assert time.monotonic() - t0 < 5
 
 
-def test_the_byte_cap_counts_what_is_read(tmp_path):
+@pytest.mark.parametrize("read", WHOLE_READERS)
+def test_the_byte_cap_counts_what_is_read(tmp_path, read):
     (tmp_path / "a").write_bytes(b"x" * 1000)
-    assert bounded.read_bytes(tmp_path / "a", 1000) == b"x" * 1000
+    assert read(tmp_path / "a", 1000) == b"x" * 1000
+    assert read(tmp_path / "a", 1001) == b"x" * 1000
     with pytest.raises(OSError, match="more than 999 bytes"):
-        bounded.read_bytes(tmp_path / "a", 999)
-    # a /proc file reports size 0 and still has content: it is read, within the cap
+        read(tmp_path / "a", 999)
+    (tmp_path / "empty").write_bytes(b"")
+    assert read(tmp_path / "empty", 10) == b""
+    # a /proc file reports size 0 and still has content: it is read, within the cap (read_buffer grows its
+    # buffer from the one byte st_size asked for)
     if Path("/proc/self/status").exists():
         assert os.stat("/proc/self/status").st_size == 0
-        assert b"Name:" in bounded.read_bytes("/proc/self/status", 1 << 20)
+        got = read("/proc/self/status", 1 << 20)
+        assert got.startswith(b"Name:") and got.endswith(b"\n")
+        with pytest.raises(OSError, match="more than 100 bytes"):
+            read("/proc/self/status", 100)
+
+
+def test_read_buffer_holds_the_file_once(tmp_path):
+    """A large document read whole peaks at its size once, not twice (its chunks and their join)."""
+    import tracemalloc
+
+    size = 24 << 20
+    (tmp_path / "big").write_bytes(bytes(range(256)) * (size // 256))
+    for read, most in ((bounded.read_buffer, 1.05), (bounded.read_bytes, 2.1)):
+        tracemalloc.start()
+        try:
+            got = read(tmp_path / "big", 1 << 30)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert len(got) == size and got[256:512] == bytes(range(256))
+        assert peak < most * size
+    assert peak > 1.9 * size  # read_bytes, last: the bound above is no bound for the join
 
 
 def test_lines_and_entries_are_capped(tmp_path):

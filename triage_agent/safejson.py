@@ -15,7 +15,7 @@ from triage_agent import bounded
 MAX_BYTES = 512 << 20  # a JSON document larger than this is not read whole
 
 
-def loads(data: str | bytes) -> Any:
+def loads(data: str | bytes | bytearray) -> Any:
     try:
         return json.loads(data)
     except RecursionError:
