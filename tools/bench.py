@@ -113,7 +113,7 @@ with open(sys.argv[1], "rb") as fh:
     frame = pd.DataFrame([orjson.loads(line) for line in fh if line.strip()])
 sys.stderr.write(f"BENCH-PEAK {{{HWM}:.0f}}\\n")
 """
-WATCH_PASSES = 5
+WATCH_PASSES = 9
 WATCH = f"""
 import sys, time
 from pathlib import Path
@@ -169,6 +169,8 @@ class Timing:
         self.peak = float(peaks[-1]) if peaks else None
 
     def text(self) -> str:
+        if self.wall < 0.1:  # a watch pass: milliseconds, or the table shows 0.01 against 0.00
+            return f"{self.wall * 1000:.1f} ms" + ("" if self.cpu != self.cpu else f" ({self.cpu * 1000:.1f})")
         return f"{self.wall:.2f} s" + ("" if self.cpu != self.cpu else f" ({self.cpu:.2f})")  # NaN: not measured
 
 
