@@ -272,3 +272,26 @@ def test_the_real_verl_run_s_cut_lines_are_the_ones_noted():
     [note] = [n for n in inspect(run).notes if "cut short" in n]
     assert note.startswith(f"output.log: 16 step lines end in a pair no number could be read from, as a line cut "
                            f"short does (lines {', '.join(map(str, cut[:5]))}, ...: `")
+
+
+_BYTES = st.lists(st.sampled_from(list(b"ab(|\\.*? \n")), min_size=1, max_size=5).map(bytes)  # regex-special bytes
+
+
+@settings(max_examples=300, deadline=None)
+@given(literals=st.lists(_BYTES, min_size=1, max_size=12), pieces=st.lists(st.one_of(_BYTES, st.integers(0, 11)),
+                                                                            max_size=12))
+def test_a_literal_trie_matches_where_a_literal_is(literals, pieces):
+    """`_any_of` (the literals as a trie) is held to the plain substring test, on lines made of the literals'
+    pieces and other bytes."""
+    from triage_agent.runs.logs import _any_of
+
+    line = b"".join(p if isinstance(p, bytes) else literals[p % len(literals)][1:] + literals[p % len(literals)]
+                    for p in pieces)
+    assert (_any_of(tuple(literals)).search(line) is not None) == any(lit in line for lit in literals)
+
+
+def test_the_interesting_lines_pattern_is_structurals_substring_test():
+    from triage_agent.runs.logs import _INTERESTING, STRUCTURAL
+
+    for m in STRUCTURAL:
+        assert _INTERESTING.search(b"x " + m + b" y") and not _INTERESTING.search(m[:-1])

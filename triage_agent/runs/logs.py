@@ -124,7 +124,33 @@ _LOSS_MARKERS = (b"loss is", b"loss:", b"loss=", b"Loss is", b"Loss:", b"Loss=",
 NAMED_MARKERS: tuple[blockscan.Marker, ...] = (*(m for m in STRUCTURAL if m not in _LOSS_MARKERS),
                                                blockscan.Word(b"nan"), blockscan.Word(b"inf"))
 VERL_MARKERS = tuple(m for m in NAMED_MARKERS if m not in (b"{'", b'{"')) + (b"eval_", b"train_")
-_INTERESTING = re.compile(b"|".join(re.escape(m) for m in STRUCTURAL))
+
+
+def _any_of(literals: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    """A pattern found in a line exactly when one of the literals is (whether, not which: where a literal extends
+    another, the shorter is what matches). The literals as a trie, not a flat alternation: `re` tries a flat
+    one's branches one by one at each position, and on a line holding none of STRUCTURAL's 57 took 2.25 µs; a
+    trie tries only the branches of the byte at hand (1.0 µs), on every line read one by one (each line that
+    ends a rollout's printed traceback, say)."""
+    if b"" in literals:
+        return re.compile(b"")
+
+    def trie(words: list[bytes]) -> list[bytes]:
+        """The branches of the words' trie, one per first byte (a chain of one-branch nodes as one literal)."""
+        heads: dict[bytes, list[bytes]] = {}
+        for w in words:
+            heads.setdefault(w[:1], []).append(w[1:])
+        out = []
+        for head, rest in heads.items():
+            subs = [] if b"" in rest else trie(rest)
+            tail = b"" if not subs else subs[0] if len(subs) == 1 else b"(?:" + b"|".join(subs) + b")"
+            out.append(re.escape(head) + tail)
+        return out
+
+    return re.compile(b"|".join(trie(list(literals))))
+
+
+_INTERESTING = _any_of(STRUCTURAL)
 # METRIC_MARKERS as one small pattern (a name, then what follows a key): an alternation of every marker is slow in `re`
 _METRIC_MARK = re.compile(b"(?:" + b"|".join(_METRIC_NAMES) + rb""")(?:[=:_/'"]|s[:=]|  | [=:0-9+.-])""")
 _NUM_PAIR = re.compile(rb"(?<!pid)(?<!ip)[:=][ \t]*'?[-+]?\.?\d")  # Ray's `(Worker pid=5, ip=...)` is no pair
