@@ -274,24 +274,31 @@ def test_the_real_verl_run_s_cut_lines_are_the_ones_noted():
                            f"short does (lines {', '.join(map(str, cut[:5]))}, ...: `")
 
 
-_BYTES = st.lists(st.sampled_from(list(b"ab(|\\.*? \n")), min_size=1, max_size=5).map(bytes)  # regex-special bytes
+_BYTES = st.lists(st.sampled_from(list(b"ab(|\\.*? \n\xe9")), min_size=1, max_size=5).map(bytes)  # regex-special too
 
 
 @settings(max_examples=300, deadline=None)
 @given(literals=st.lists(_BYTES, min_size=1, max_size=12), pieces=st.lists(st.one_of(_BYTES, st.integers(0, 11)),
                                                                             max_size=12))
 def test_a_literal_trie_matches_where_a_literal_is(literals, pieces):
-    """`_any_of` (the literals as a trie) is held to the plain substring test, on lines made of the literals'
-    pieces and other bytes."""
-    from triage_agent.runs.logs import _any_of
+    """`_trie` (the literals as a trie) is held to the plain substring test, on lines made of the literals'
+    pieces and other bytes, as a bytes pattern (from latin-1 text, as _INTERESTING) and as a str one."""
+    import re
+
+    from triage_agent.runs.logs import _trie
 
     line = b"".join(p if isinstance(p, bytes) else literals[p % len(literals)][1:] + literals[p % len(literals)]
                     for p in pieces)
-    assert (_any_of(tuple(literals)).search(line) is not None) == any(lit in line for lit in literals)
+    source = _trie([lit.decode("latin-1") for lit in literals])
+    want = any(lit in line for lit in literals)
+    assert (re.compile(source.encode("latin-1")).search(line) is not None) == want
+    assert (re.compile(source).search(line.decode("latin-1")) is not None) == want
 
 
-def test_the_interesting_lines_pattern_is_structurals_substring_test():
-    from triage_agent.runs.logs import _INTERESTING, STRUCTURAL
+def test_the_gate_patterns_are_their_literals_substring_tests():
+    from triage_agent.runs.logs import _FATAL, _FATAL_ANY, _INTERESTING, STRUCTURAL
 
     for m in STRUCTURAL:
         assert _INTERESTING.search(b"x " + m + b" y") and not _INTERESTING.search(m[:-1])
+    for lit in (lit for _p, _label, lits in _FATAL for lit in lits):
+        assert _FATAL_ANY.search("x " + lit + " y") and not _FATAL_ANY.search(lit[:-1])
