@@ -665,3 +665,59 @@ def test_past_the_named_rows_a_nan_loss_line_is_still_found_by_its_non_finite_wo
     # nothing else is dropped: the narrowed sets differ from STRUCTURAL only by the loss and dict markers
     dropped = set(STRUCTURAL) - set(VERL_MARKERS)
     assert all(re.fullmatch(rb"(loss|Loss|LOSS)( is|:|=)?|\{['\"]", m) for m in dropped), dropped
+
+
+FORMULA = CORPUS / "verl_logicrl_formula_rollout_dump" / "output.log"
+
+
+def test_a_real_rollout_dump_past_the_head_reads_its_ten_step_lines_and_nothing_else(monkeypatch):
+    """A real verl console (60,840 lines, W&B's output.log) that is nearly all printed rollouts: its 10 step lines
+    sit at lines 15,753 to 56,146, far past the head read line by line, among 1,597 printed dicts (`Expected:
+    {'A': 'false', ...}`) and 202 lines that hold "inf" or "nan" only inside a word (information, infer). With
+    64 KB blocks the scanner narrows its markers many times: the scan is still the one-line-at-a-time scan, and
+    its rows are the step lines (counted with grep), no dict among them."""
+    import dataclasses
+
+    from triage_agent.runs import blockscan
+
+    monkeypatch.setattr(blockscan, "BLOCK", 64 << 10)
+    fast, slow = scan_log(FORMULA, "output.log", jobs=2), scan_log_lines(FORMULA, "output.log")
+    assert dataclasses.asdict(fast) == dataclasses.asdict(slow)
+    assert fast.lines == 60840 and fast.crash is None
+    assert [r["step"] for r in fast.metric_rows] == list(range(10))
+    assert [r["critic/score/mean"] for r in fast.metric_rows[1:]] == [0.094, 0.047, 0.062, -0.406, -0.133, -0.117,
+                                                                        0.391, 0.117, 0.977]
+
+
+@pytest.mark.parametrize("engine", ["re", "re2", "hyperscan"])
+def test_the_narrowed_markers_cut_out_of_a_real_dump_only_the_lines_that_hold_them(monkeypatch, engine):
+    """Past its first step line the scan searches verl's narrowed markers. Which lines of the real dump they cut
+    out, across 64 KB block edges, is held to a line-by-line test of the same markers: a literal as a substring,
+    nan and inf as a word's end (a lookahead here, not the scanner's \\b). None of the 202 lines that hold "inf" or
+    "nan" inside a word is cut out for it (as substrings, each was)."""
+    import re
+
+    from triage_agent.runs import blockscan
+    from triage_agent.runs.logs import VERL_MARKERS
+
+    if engine == "hyperscan":
+        pytest.importorskip("hyperscan")
+    monkeypatch.setenv(blockscan.ENGINE_ENV, engine)
+    monkeypatch.setattr(blockscan, "BLOCK", 64 << 10)
+    data = FORMULA.read_bytes()
+    literals = [m for m in VERL_MARKERS if isinstance(m, bytes)]
+    word = re.compile(rb"(?i:nan|inf)(?![A-Za-z0-9_])")
+    want, start, inside_words = set(), 0, 0
+    for line in data.split(b"\n"):
+        if any(lit in line for lit in literals) or word.search(line):
+            want.add(start)
+        elif re.search(rb"(?i:nan|inf)", line):
+            inside_words += 1
+        start += len(line) + 1
+    fd = os.open(FORMULA, os.O_RDONLY)
+    try:
+        got = {s for blk in blockscan.blocks(fd, len(data), 0, VERL_MARKERS, 1 << 20, 2) for s, _n, _raw in blk.lines}
+    finally:
+        os.close(fd)
+    assert got == want
+    assert inside_words == 201  # of the 202: one also says "step-by-step:", and is cut out for its "step:"
