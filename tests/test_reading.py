@@ -721,3 +721,17 @@ def test_the_narrowed_markers_cut_out_of_a_real_dump_only_the_lines_that_hold_th
         os.close(fd)
     assert got == want
     assert inside_words == 201  # of the 202: one also says "step-by-step:", and is cut out for its "step:"
+
+
+def test_a_real_crash_past_the_head_is_found_by_the_block_scan():
+    """A real verl run (Search-R1 on NQ/HotpotQA) whose 12,228 lines are nearly all printed rollouts dies of a CUDA
+    OOM at its first step: the traceback (lines 12,171 to 12,224) lies far past the 5,000-line head, where only
+    the block search finds it. The block scan is the line scan, and the crash is the OOM at line 12,224 (grep)."""
+    import dataclasses
+
+    path = CORPUS / "verl_searchr1_qwen25_3b_oom_first_step" / "nq-hotpotqa-r1-ppo-qwen2.5-3b-em.log"
+    fast, slow = scan_log(path, "x.log", jobs=2), scan_log_lines(path, "x.log")
+    assert dataclasses.asdict(fast) == dataclasses.asdict(slow)
+    assert fast.lines == 12228 and fast.metric_steps == 0
+    assert fast.crash is not None and (fast.crash.kind, fast.crash.line) == ("oom", 12224)
+    assert fast.crash.exception == "torch.cuda.OutOfMemoryError"
