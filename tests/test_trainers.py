@@ -121,7 +121,9 @@ def test_wandb_run_folder(make_run):
     assert run.metrics.frame["reward"].tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4])
     beta = run.config("beta")
     assert (beta.key, beta.value) == ("beta.value", 0.04)
-    assert any("wandb sync" in n for n in run.notes)
+    # the binary run file is read too (tests/test_wandb_binary.py): this one is no W&B file, and says so
+    assert [(e.file, e.message) for e in run.parse_errors if e.file.endswith(".wandb")] == [
+        ("wandb/run-20250101_000000-abc/run-abc.wandb", "not a W&B run file (no :W&B header) at byte 0; read up to there")]
     assert "reward.zero_variance_groups" in finding_ids(inspect(run.root))
 
 

@@ -16,12 +16,13 @@ from triage_agent.runs.formats import (
     trl,
     verl,
     wandb,
+    wandb_binary,
 )
 from triage_agent.runs.formats.base import Format, FormatRead
 
 FORMATS: tuple[Format, ...] = (
     tensorboard.FORMAT,
-    wandb.BINARY,
+    wandb_binary.BINARY,
     wandb.SUMMARY,
     wandb.HISTORY,
     trl.FORMAT,

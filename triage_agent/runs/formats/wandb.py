@@ -1,7 +1,7 @@
 """W&B run folders (`wandb/run-*/files/`): legacy `wandb-history.jsonl` and `wandb-summary.json`.
 
 `config.yaml` is read as a config (its `{key: {value: ...}}` shape is unwrapped by
-configs.py) and `output.log` as a log. Binary `.wandb` files need `wandb sync` first.
+configs.py), `output.log` as a log, and the binary `run-<id>.wandb` by wandb_binary.py.
 """
 
 from __future__ import annotations
@@ -93,12 +93,6 @@ def _read_summary(path: Path, rel: str) -> FormatRead:
     return FormatRead(errors=errors)
 
 
-def _never(path: Path, rel: str) -> FormatRead:
-    return FormatRead()
-
-
 HISTORY = Format("wandb_history", lambda path, rel: path.name.lower() == "wandb-history.jsonl", _read_history,
                  follow="lines")
 SUMMARY = Format("wandb_summary", lambda path, rel: path.name.lower() == "wandb-summary.json", _read_summary)
-BINARY = Format("wandb_binary", lambda path, rel: path.suffix.lower() == ".wandb", _never,
-                skip_note="binary W&B file; run `wandb sync` first (or export history) to analyse it")

@@ -1,0 +1,222 @@
+"""W&B's binary run file read without the wandb package: two real files (wandb 0.15 and 0.24, whose history keys
+sit in different protobuf fields), and files written here by a writer that follows the SDK's datastore.py
+(pieces across 32 KB blocks, block padding, a record cut by a run still writing, corruption)."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import REPO
+from triage_agent.runs.formats import wandb_binary as wb
+from triage_agent.runs.load import load_run
+
+CORPUS = REPO / "tests" / "real_runs"
+ALPACA = CORPUS / "transformers_sft_llama7b_alpaca_wandb_binary"
+TINYLM = CORPUS / "custom_pretrain_tinylm_wandb_binary"
+
+
+def _one(folder: Path) -> Path:
+    return next(folder.rglob("*.wandb"))
+
+
+def test_a_real_wandb_015_file_gives_its_history_config_console_and_exit():
+    """Numbers worked out by an independent protobuf walk over the file (the label's notes)."""
+    got = wb.read_wandb_binary(_one(ALPACA), "run.wandb")
+    assert got.errors == [] and got.columns is not None
+    cols = got.columns
+    assert cols.n == 487
+    step = cols.values["step"]
+    assert (step[0], step[-1]) == (1, 486)  # train/global_step, the first step key
+    loss = cols.values["train/loss"][cols.present["train/loss"]]
+    assert len(loss) == 486 and loss[0] == pytest.approx(1.6698)
+    assert loss[:10].mean() == pytest.approx(1.2451, abs=1e-4) and loss[-10:].mean() == pytest.approx(0.3485, abs=1e-4)
+    assert cols.values["train/train_loss"][-1] == pytest.approx(0.5791418835091493)
+    assert got.finished == "W&B's exit record (exit code 0)"
+    assert got.config is not None and got.config["hidden_size"] == 4096
+    assert got.log is not None and got.log.crash is None and got.log.lines > 400  # the console, from its records
+
+
+def test_a_real_wandb_024_file_with_nested_keys():
+    got = wb.read_wandb_binary(_one(TINYLM), "run.wandb")
+    assert got.errors == [] and got.columns is not None
+    cols = got.columns
+    assert cols.n == 2145
+    assert (cols.values["step"][0], cols.values["step"][-1]) == (0, 107124)  # `_step`: no other step key
+    loss = cols.values["train/loss"][cols.present["train/loss"]]
+    assert len(loss) == 2144 and loss[:10].mean() == pytest.approx(8.6396, abs=1e-4)
+    assert loss[-10:].mean() == pytest.approx(3.4763, abs=1e-4)
+    assert cols.values["val/loss"][cols.present["val/loss"]].tolist() == pytest.approx([3.7382119528246895])
+    assert got.finished == "W&B's exit record (exit code 0)"
+
+
+def test_a_run_folder_of_a_modern_sdk_is_read_from_its_binary_file():
+    run = load_run(ALPACA)
+    assert run.metrics is not None and len(run.metrics.frame) == 486
+    assert run.metrics.frame["loss"].iloc[0] == pytest.approx(1.6698)
+    assert run.finished
+
+
+# -- a writer after wandb/sdk/internal/datastore.py, and the few protobuf fields ------------------------------
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _field(num: int, payload: bytes | int) -> bytes:
+    if isinstance(payload, int):
+        return _varint(num << 3) + _varint(payload)
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def history(step: int, items: dict[str, object], nested: bool = False) -> bytes:
+    body = b"".join(_field(1, (_field(2, k.encode()) if nested else _field(1, k.encode()))
+                           + _field(16, json.dumps(v).encode())) for k, v in items.items())
+    return _field(1, step + 1) + _field(2, body + _field(2, _field(1, step)))  # Record.num, Record.history
+
+
+def output(text: str) -> bytes:
+    return _field(13, _field(1, 1) + _field(3, text.encode()))
+
+
+def exit_record(code: int) -> bytes:
+    return _field(18, _field(1, code) if code else b"")
+
+
+class Writer:
+    """datastore.py's write path: a record that does not fit the block's room becomes FIRST, MIDDLE..., LAST
+    pieces; fewer than 7 bytes left in a block are zero padding."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray(b":W&B" + struct.pack("<HB", 0xBEE1, 0))
+
+    def _piece(self, data: bytes, kind: int) -> None:
+        crc = zlib.crc32(data, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF
+        self.buf += struct.pack("<IHB", crc, len(data), kind) + data
+
+    def write(self, data: bytes) -> None:
+        room = 32768 - len(self.buf) % 32768
+        if room < 7:
+            self.buf += b"\x00" * room
+            room = 32768
+        if len(data) + 7 <= room:
+            self._piece(data, 1)
+            return
+        self._piece(data[:room - 7], 2)
+        data = data[room - 7:]
+        while len(data) > 32768 - 7:
+            self._piece(data[:32768 - 7], 3)
+            data = data[32768 - 7:]
+        self._piece(data, 4)
+
+
+def _write(tmp: Path, records: list[bytes], name: str = "run-x.wandb") -> Path:
+    w = Writer()
+    for r in records:
+        w.write(r)
+    path = tmp / name
+    path.write_bytes(bytes(w.buf))
+    return path
+
+
+def test_records_across_blocks_padding_and_nested_keys(tmp_path):
+    big = {"train/loss": 0.5, "text": "x" * 70_000}  # a record of three pieces: FIRST, MIDDLE, LAST
+    recs = [history(s, {"train/loss": 1.0 / (s + 1), "train/global_step": s * 2}, nested=s % 2 == 1)
+            for s in range(3000)]
+    recs.insert(1500, history(1500, big))
+    path = _write(tmp_path, recs + [exit_record(0)])
+    data = path.read_bytes()
+    assert len(data) > 4 * 32768  # several blocks: pieces of records end and start at their edges
+    got = wb.read_wandb_binary(path, "x.wandb")
+    assert got.errors == [] and got.columns is not None and got.columns.n == 3001
+    step = got.columns.values["step"]
+    assert step[:3].tolist() == [0, 2, 4] and step[-1] == 5998 and step[1500] == 1500  # the big one: its _step
+    assert got.finished
+
+
+def test_block_padding_of_fewer_than_seven_bytes(tmp_path):
+    """A record sized to leave 1 to 6 bytes in its block: the writer pads, the reader skips the padding."""
+    for left in range(1, 7):
+        w = Writer()
+        w.write(_field(99, b"z" * (32768 - 7 - 7 - left - 5)))  # a field no reader reads, sized to fill the block
+        assert len(w.buf) == 32768 - left
+        w.write(history(7, {"train/loss": 0.25, "global_step": 7}))
+        path = tmp_path / f"pad{left}.wandb"
+        path.write_bytes(bytes(w.buf))
+        got = wb.read_wandb_binary(path, "x.wandb")
+        assert got.errors == [] and got.columns is not None and got.columns.n == 1, left
+        assert got.columns.values["train/loss"].tolist() == [0.25]
+
+
+def test_a_file_still_being_written_is_read_up_to_its_last_whole_record(tmp_path):
+    path = _write(tmp_path, [history(s, {"train/loss": 0.1, "global_step": s}) for s in range(100)])
+    data = path.read_bytes()
+    for cut in (len(data) - 1, len(data) - 20, len(data) - 60):
+        path.write_bytes(data[:cut])
+        got = wb.read_wandb_binary(path, "x.wandb")
+        assert got.errors == [] and got.columns is not None and got.columns.n < 100
+        assert got.columns.n >= 97
+        assert not got.finished  # no exit record yet
+
+
+def test_corruption_is_reported_at_its_byte_and_what_came_before_is_kept(tmp_path):
+    path = _write(tmp_path, [history(s, {"train/loss": 0.1, "global_step": s}) for s in range(100)])
+    data = bytearray(path.read_bytes())
+    at = data.index(b"global_step", len(data) // 2)
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    got = wb.read_wandb_binary(path, "x.wandb")
+    assert len(got.errors) == 1 and "checksum" in got.errors[0].message and "at byte" in got.errors[0].message
+    assert got.columns is not None and 40 <= got.columns.n < 100
+
+
+def test_not_a_wandb_file(tmp_path):
+    (tmp_path / "run-x.wandb").write_bytes(b"\x00binary")
+    got = wb.read_wandb_binary(tmp_path / "run-x.wandb", "run-x.wandb")
+    assert [e.message for e in got.errors] == ["not a W&B run file (no :W&B header) at byte 0; read up to there"]
+
+
+def test_the_console_in_the_file_is_scanned_as_a_log(tmp_path):
+    lines = ["Loading model\n", "{'loss': 0.5, 'grad_norm': 1.0, 'learning_rate': 1e-05, 'epoch': 0.1}\n",
+             "Traceback (most recent call last):\n", '  File "train.py", line 9, in <module>\n',
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"]
+    chunks = ["".join(lines)[i:i + 17] for i in range(0, len("".join(lines)), 17)]  # raw output: any cut
+    path = _write(tmp_path, [history(0, {"train/loss": 0.5, "global_step": 1})] + [output(c) for c in chunks]
+                  + [exit_record(1)])
+    got = wb.read_wandb_binary(path, "x.wandb")
+    assert got.log is not None and got.log.lines == 5
+    assert got.log.crash is not None and got.log.crash.kind == "oom" and got.log.crash.line == 5
+    assert "exit code 1" in " ".join(got.notes) and not got.finished
+    # beside a files/output.log (the same console, written by the SDK), the file's own copy is not read again
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "output.log").write_text("".join(lines))
+    assert wb.read_wandb_binary(path, "x.wandb").log is None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flips=st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 255)), max_size=6),
+       cut=st.integers(0, 10**9))
+def test_any_damage_is_reported_never_raised(tmp_path, flips, cut):
+    path = tmp_path / "base.wandb"
+    if not path.exists():
+        _write(tmp_path, [history(s, {"train/loss": s / 10, "global_step": s, "x" * (s % 50): s})
+                          for s in range(400)] + [output("hello\n")], name="base.wandb")
+    data = bytearray(path.read_bytes())
+    for at, mask in flips:
+        data[at % len(data)] ^= mask
+    bad = tmp_path / "bad.wandb"
+    bad.write_bytes(bytes(data[:cut % (len(data) + 1)]))
+    got = wb.read_wandb_binary(bad, "bad.wandb")
+    assert got.columns is not None and got.columns.n <= 400
+    assert np.isfinite(got.columns.values.get("step", np.zeros(0))).all()

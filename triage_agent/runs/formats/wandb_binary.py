@@ -1,0 +1,301 @@
+"""W&B's binary run file (`wandb/run-<date>-<id>/run-<id>.wandb`): history, config, exit code and console output,
+read without the wandb package.
+
+Since the SDK's rewrite a run folder holds no `wandb-history.jsonl`: the logged history is only in this file,
+which `wandb sync` uploads. It is a LevelDB log (32 KB blocks of records: crc32, length, type FULL, FIRST,
+MIDDLE or LAST; a 7-byte `:W&B` header) of `wandb_internal.Record` protobufs. Only the few fields read here are
+decoded, by hand: Record.history (2: HistoryRecord, items of key, nested_key and value_json, and the step),
+config (5), exit (18: RunExitRecord.exit_code) and console output (4 and 13: the line). Everything else is
+skipped by its wire type. A record whose checksum fails, a broken chain or framing ends the read at that byte
+(reported, with what came before kept); a record cut short by the end of the file is a run still writing, and
+the read ends quietly before it. Bounds: MAX_BYTES read, a record's size (MAX_RECORD), history rows (MAX_ROWS),
+records that do not decode (MAX_BAD), the console lines (scanned as a log's are), and READ_SECONDS.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+from triage_agent import bounded
+from triage_agent.runs import logs, values
+from triage_agent.runs.formats.base import Columns, Format, FormatRead
+from triage_agent.runs.model import ParseError
+
+HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)  # ident, magic, version (wandb/sdk/internal/datastore.py)
+BLOCK = 32768
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+_CRC = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}  # the checksum starts from the type byte
+MAX_BYTES = 4 << 30  # a longer file is read up to here (noted)
+MAX_RECORD = 64 << 20  # one record's bytes: a longer chain is corrupt
+MAX_ROWS = 1_000_000  # history rows kept (noted past it)
+MAX_BAD = 20  # records that do not decode, each reported, before the read gives up on the file
+READ_SECONDS = bounded.READ_SECONDS
+STEP_KEYS = ("train/global_step", "global_step", "_step")  # as wandb-history.jsonl's reader (wandb.py)
+BATCH = 4096  # rows turned into columns at a time
+# wandb_internal.proto field numbers
+_HISTORY, _OUTPUT, _CONFIG, _OUTPUT_RAW, _RUN, _EXIT = 2, 4, 5, 13, 17, 18
+_RUN_CONFIG = 4  # RunRecord.config: the config the run started with
+
+
+class _Corrupt(Exception):
+    """The file's framing or a record's encoding is broken at `offset`."""
+
+    def __init__(self, offset: int, why: str) -> None:
+        super().__init__(why)
+        self.offset = offset
+
+
+def _sniff(path: Path, rel: str) -> bool:
+    return path.suffix.lower() == ".wandb"
+
+
+def records(fh: _Capped) -> Iterator[tuple[int, bytes]]:
+    """(offset, data) of each whole record, checksums checked, read a 32 KB block at a time (the writer never lets
+    a record's piece cross a block's end: a longer record is a chain of pieces). Raises _Corrupt where the framing
+    breaks; stops quietly at a piece cut short by the end of the file (the writer's next bytes)."""
+    if fh.read(len(HEADER)) != HEADER:
+        raise _Corrupt(0, "not a W&B run file (no :W&B header)")
+    start, pos = 0, len(HEADER)  # the block's offset in the file; where in the block the next piece starts
+    block = HEADER + fh.read(BLOCK - len(HEADER))
+    parts: list[bytes] = []
+    chain_at = 0
+    while len(block) > pos:
+        while BLOCK - pos >= 7:  # fewer bytes left in a block are padding
+            if pos + 7 > len(block):
+                return  # the end of the file, inside a piece's header
+            crc, n, kind = struct.unpack_from("<IHB", block, pos)
+            at = start + pos
+            if crc == 0 and n == 0 and kind == 0:
+                break  # zeros: the rest of the block was never written
+            if kind not in _CRC or pos + 7 + n > BLOCK:
+                raise _Corrupt(at, f"bad record header (type {kind}, length {n})")
+            if pos + 7 + n > len(block):
+                return  # the end of the file, inside a piece
+            data = block[pos + 7:pos + 7 + n]
+            if zlib.crc32(data, _CRC[kind]) != crc:
+                raise _Corrupt(at, "a record's checksum does not match its bytes (the file is corrupt)")
+            pos += 7 + n
+            if kind in (FULL, FIRST) and parts:
+                raise _Corrupt(at, "a record starts inside another")
+            if kind == FULL:
+                yield at, data
+            elif kind == FIRST:
+                parts, chain_at = [data], at
+            elif not parts:
+                raise _Corrupt(at, "a record's continuation without its start")
+            else:
+                parts.append(data)
+                if sum(map(len, parts)) > MAX_RECORD:
+                    raise _Corrupt(chain_at, f"a record longer than {MAX_RECORD >> 20} MB")
+                if kind == LAST:
+                    yield chain_at, b"".join(parts)
+                    parts = []
+        start, pos = start + BLOCK, 0
+        block = fh.read(BLOCK)
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        if i >= len(b) or shift > 63:
+            raise ValueError("bad varint")
+        x = b[i]
+        i += 1
+        result |= (x & 0x7F) << shift
+        if x < 0x80:
+            return result, i
+        shift += 7
+
+
+def fields(b: bytes) -> Iterator[tuple[int, int, Any]]:
+    """(field number, wire type, value) of one protobuf message: an int for varints, bytes otherwise."""
+    i = 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        num, wire = key >> 3, key & 7
+        val: Any
+        if wire == 0:
+            val, i = _varint(b, i)
+            yield num, wire, val
+            continue
+        if wire == 2:
+            n, i = _varint(b, i)
+        elif wire in (1, 5):
+            n = 8 if wire == 1 else 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if i + n > len(b):
+            raise ValueError("a field past the message's end")
+        val, i = b[i:i + n], i + n
+        yield num, wire, val
+
+
+def _item(b: bytes) -> tuple[str, Any]:
+    """A HistoryItem or ConfigItem: (key, value). A nested key (wandb.log({"a": {"b": 1}})) is joined by dots."""
+    key, nested, raw = "", [], b""
+    for num, wire, val in fields(b):
+        if wire != 2:
+            continue
+        if num == 1:
+            key = val.decode("utf-8", "replace")
+        elif num == 2:
+            nested.append(val.decode("utf-8", "replace"))
+        elif num == 16:
+            raw = val
+    try:
+        value = orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        value = None
+    return (".".join(nested) if nested and not key else key), value
+
+
+def _history_row(b: bytes) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    step = None
+    for num, wire, val in fields(b):
+        if num == 1 and wire == 2:
+            key, value = _item(val)
+            n = values.number(value) if not isinstance(value, (dict, list)) else None
+            if key and n is not None:
+                row[key] = n
+        elif num == 2 and wire == 2:  # HistoryStep
+            step = next((v for f, w, v in fields(val) if f == 1 and w == 0), 0)
+    if step is not None and "_step" not in row:
+        row["_step"] = float(step)
+    return row
+
+
+def _line(b: bytes) -> bytes:
+    """OutputRecord / OutputRawRecord: the text (field 3)."""
+    return next((bytes(v) for f, w, v in fields(b) if f == 3 and w == 2), b"")
+
+
+def read_wandb_binary(path: Path, rel: str) -> FormatRead:
+    got = FormatRead()
+    files = path.parent / "files"
+    # a folder whose history or console the SDK also wrote as files: those are read (and not twice)
+    want_history = not (files / "wandb-history.jsonl").exists()
+    want_console = not (files / "output.log").exists()
+    rows: list[dict[str, Any]] = []
+    parts: list[Columns] = []
+    config: dict[str, Any] = {}
+    scanner = logs.Scanner(rel) if want_console else None
+    console, lineno, kept, dropped, exit_code = b"", 0, 0, 0, None
+    deadline = time.monotonic() + READ_SECONDS
+    try:
+        with bounded.open_binary(path) as fh:
+            capped = _Capped(fh, MAX_BYTES)
+            for offset, data in records(capped):
+                if time.monotonic() > deadline:
+                    got.notes.append(f"{rel}: read for {READ_SECONDS:.0f} s and stopped at byte {offset:,}")
+                    break
+                try:
+                    for num, wire, val in fields(data):
+                        if wire != 2:
+                            continue
+                        if num == _HISTORY and want_history:
+                            if kept >= MAX_ROWS:
+                                dropped += 1
+                                continue
+                            row = _history_row(val)
+                            if row:
+                                rows.append(row)
+                                kept += 1
+                                if len(rows) >= BATCH:
+                                    parts.append(_columns(rows))
+                                    rows = []
+                        elif num == _CONFIG:
+                            _config(val, config)
+                        elif num == _RUN:
+                            for f, w, sub in fields(val):
+                                if f == _RUN_CONFIG and w == 2:
+                                    _config(sub, config)
+                        elif num == _EXIT:
+                            exit_code = next((v for f, w, v in fields(val) if f == 1 and w == 0), 0)
+                        elif num in (_OUTPUT, _OUTPUT_RAW) and scanner is not None:
+                            console += _line(val)
+                            *whole, console = console.split(b"\n")
+                            for text in whole:
+                                lineno += 1
+                                scanner.line(text[:logs.MAX_LINE] + b"\n", lineno)
+                            if len(console) > logs.MAX_LINE:  # a line without end: bounded like a log's
+                                console = console[-logs.MAX_LINE:]
+                except ValueError as exc:
+                    got.errors.append(ParseError(rel, None, f"record at byte {offset:,} does not decode: {exc}"))
+                    if len(got.errors) >= MAX_BAD:
+                        got.errors.append(ParseError(rel, None, f"{MAX_BAD} records do not decode: read up to there"))
+                        break
+            if capped.left <= 0:
+                got.notes.append(f"{rel}: read up to its first {MAX_BYTES >> 30} GB")
+    except _Corrupt as exc:
+        got.errors.append(ParseError(rel, None, f"{exc} at byte {exc.offset:,}; read up to there"))
+    except OSError as exc:
+        got.errors.append(ParseError(rel, None, f"unreadable: {exc.strerror or exc}"))
+        return got
+    if rows:
+        parts.append(_columns(rows))
+    got.columns = Columns.concat(parts)
+    if dropped:
+        got.notes.append(f"{rel}: {dropped:,} history rows past the first {MAX_ROWS:,} were not read")
+    if config:
+        got.config = config
+    if exit_code is not None:
+        if exit_code == 0:
+            got.finished = "W&B's exit record (exit code 0)"
+        else:
+            got.notes.append(f"{rel}: W&B recorded exit code {exit_code}")
+    if scanner is not None and lineno:
+        if console:
+            lineno += 1
+            scanner.line(console[:logs.MAX_LINE], lineno)
+        scanner.scan.lines = lineno
+        got.log = scanner.finish()
+        got.planned_steps, got.trainer = got.log.planned_steps, got.log.trainer
+    return got
+
+
+def _config(b: bytes, into: dict[str, Any]) -> None:
+    """A ConfigRecord's updates (wandb's own `_wandb` entry left out)."""
+    for f, w, item in fields(b):
+        if f == 1 and w == 2:
+            key, value = _item(item)
+            if key and key != "_wandb":
+                into[key] = value
+
+
+def _columns(rows: list[dict[str, Any]]) -> Columns:
+    """Rows as columns, each with `step` from the first step key it holds (a row with none is dropped)."""
+    out = []
+    for row in rows:
+        step = next((row[k] for k in STEP_KEYS if k in row), None)
+        if step is not None and math.isfinite(step):
+            row["step"] = step
+            out.append(row)
+    return Columns.from_rows(out)
+
+
+class _Capped:
+    """A file read no further than `limit` bytes."""
+
+    def __init__(self, fh: BinaryIO, limit: int) -> None:
+        self.fh, self.left = fh, limit
+
+    def read(self, n: int) -> bytes:
+        data = self.fh.read(max(0, min(n, self.left)))
+        self.left -= len(data)
+        return data
+
+
+def _read(path: Path, rel: str) -> FormatRead:
+    return read_wandb_binary(path, rel)
+
+
+BINARY = Format("wandb_binary", _sniff, _read)
