@@ -220,3 +220,17 @@ def test_any_damage_is_reported_never_raised(tmp_path, flips, cut):
     got = wb.read_wandb_binary(bad, "bad.wandb")
     assert got.columns is not None and got.columns.n <= 400
     assert np.isfinite(got.columns.values.get("step", np.zeros(0))).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.dictionaries(st.text(min_size=1, max_size=150), st.one_of(
+    st.floats(allow_nan=False), st.integers(-10**20, 10**20), st.booleans(), st.none(), st.text(max_size=200),
+    st.sampled_from(["nan", "inf", "0.5", {"_type": "histogram"}, [1, 2]])), max_size=8),
+    step=st.integers(0, 2**62), nested=st.booleans())
+def test_the_inline_history_walk_is_the_general_one(items, step, nested):
+    """`_history_row` walks the common layout inline and hands anything else to `_history_row_general`: on any
+    record, keys or values past 127 bytes, nested keys, big steps, both give the same row."""
+    record = history(step, items, nested=nested)
+    body = next(v for f, w, v in wb.fields(record) if f == 2)
+    assert repr(wb._history_row(body)) == repr(wb._history_row_general(body))  # NaN is no NaN by ==
+    assert wb._history_row(body)["_step"] == float(step)

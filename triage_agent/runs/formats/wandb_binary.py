@@ -157,7 +157,61 @@ def _item(b: bytes) -> tuple[str, Any]:
     return (".".join(nested) if nested and not key else key), value
 
 
+_KEYS: dict[bytes, str] = {}  # a key's bytes -> its text: every record repeats the run's keys
+_MAX_KEYS = 100_000
+
+
 def _history_row(b: bytes) -> dict[str, Any]:
+    """A HistoryRecord's numbers by key, and `_step` from its step. The common layout (one-byte tags and lengths,
+    as the SDK writes keys and JSON numbers) is walked inline; anything else goes the general way."""
+    row: dict[str, Any] = {}
+    step: int | None = None
+    i, n = 0, len(b)
+    while i < n:
+        if i + 2 > n or b[i + 1] & 0x80:
+            return _history_row_general(b)
+        tag, end = b[i], i + 2 + b[i + 1]
+        if end > n:
+            raise ValueError("a field past the message's end")
+        if tag == 0x0A:  # HistoryItem: (key 1 | nested_key 2), value_json 16
+            j = i + 2
+            if end - j < 2 or b[j] not in (0x0A, 0x12) or b[j + 1] & 0x80:
+                return _history_row_general(b)
+            k_end = j + 2 + b[j + 1]
+            if k_end + 3 > end or b[k_end] != 0x82 or b[k_end + 1] != 0x01 or b[k_end + 2] & 0x80 \
+                    or k_end + 3 + b[k_end + 2] != end:
+                return _history_row_general(b)
+            kb = b[j + 2:k_end]
+            key = _KEYS.get(kb)
+            if key is None:
+                key = kb.decode("utf-8", "replace")
+                if len(_KEYS) < _MAX_KEYS:
+                    _KEYS[kb] = key
+            try:
+                value = orjson.loads(b[k_end + 3:end])
+            except orjson.JSONDecodeError:
+                value = None
+            if type(value) is float or type(value) is int:
+                row[key] = float(value)
+            elif value is not None and not isinstance(value, (dict, list)):
+                num = values.number(value)
+                if num is not None:
+                    row[key] = num
+        elif tag == 0x12:  # HistoryStep
+            step = 0
+            if end > i + 2:
+                if b[i + 2] != 0x08:
+                    return _history_row_general(b)
+                step, _ = _varint(b[:end], i + 3)
+        elif tag & 7 != 2:
+            return _history_row_general(b)
+        i = end
+    if step is not None and "_step" not in row:
+        row["_step"] = float(step)
+    return row
+
+
+def _history_row_general(b: bytes) -> dict[str, Any]:
     row: dict[str, Any] = {}
     step = None
     for num, wire, val in fields(b):
