@@ -234,3 +234,50 @@ def test_the_inline_history_walk_is_the_general_one(items, step, nested):
     body = next(v for f, w, v in wb.fields(record) if f == 2)
     assert repr(wb._history_row(body)) == repr(wb._history_row_general(body))  # NaN is no NaN by ==
     assert wb._history_row(body)["_step"] == float(step)
+
+
+def test_a_growing_file_is_read_on_from_where_the_last_pass_stopped(tmp_path):
+    """`triage watch`'s passes over a file the SDK is still writing: each reads from where the last stopped (mid
+    piece, mid header, mid chain across blocks) and gives what a one-shot read of the same bytes gives."""
+    big = {"train/loss": 0.5, "global_step": 250, "text": "x" * 50_000}  # a chain of pieces across blocks
+    recs = [history(s, {"train/loss": 1.0 / (s + 1), "global_step": s}) for s in range(500)]
+    recs.insert(250, history(250, big))
+    full = _write(tmp_path, recs + [output("done\n"), exit_record(0)], name="full.wandb").read_bytes()
+    path = tmp_path / "run-live.wandb"
+    path.write_bytes(b"")
+    store = wb.Store(path, "run-live.wandb")
+    read_before = 0
+    for cut in [3, 7, 100, 32768 - 3, 32768 + 5, 40_000, 70_000, 90_000, len(full) - 9, len(full)]:
+        with path.open("ab") as fh:
+            fh.write(full[path.stat().st_size:cut])
+        store.absorb(path)
+        assert store.framing.pos >= read_before  # never read again from the start
+        read_before = store.framing.pos
+        live, once = store.result(), wb.read_wandb_binary(path, "run-live.wandb")
+        assert live.errors == once.errors == []
+        assert live.columns is not None and once.columns is not None and live.columns.n == once.columns.n, cut
+        if once.columns.n:
+            assert live.columns.values["step"].tolist() == once.columns.values["step"].tolist()
+    assert live.columns.n == 501 and live.finished and live.log is not None and live.log.lines == 1
+
+
+def test_watch_follows_a_binary_run_file(tmp_path):
+    """Through `triage watch`'s reader: the second pass reads only the appended bytes."""
+    from triage_agent.runs.follow import Follower
+
+    run = tmp_path / "run"
+    (run / "wandb" / "run-1-abc").mkdir(parents=True)
+    target = run / "wandb" / "run-1-abc" / "run-abc.wandb"
+    first = [history(s, {"train/reward": s / 100, "train/global_step": s}) for s in range(200)]
+    data = _write(tmp_path, first + [history(s, {"train/reward": s / 100, "train/global_step": s})
+                                     for s in range(200, 400)], name="all.wandb").read_bytes()
+    half = _write(tmp_path, first, name="half.wandb").read_bytes()
+    assert data.startswith(half)
+    target.write_bytes(half)
+    follower = Follower()
+    assert len(load_run(run, reader=follower).metrics.frame) == 200
+    with target.open("ab") as fh:
+        fh.write(data[len(half):])
+    follower.read_bytes = 0
+    again = load_run(run, reader=follower)
+    assert len(again.metrics.frame) == 400 and follower.read_bytes == len(data) - len(half)

@@ -6,6 +6,7 @@
 - JSON-lines outputs (verl's file logger, ms-swift's logging.jsonl, W&B's history) read only the
   appended complete lines;
 - TensorBoard event files keep their reader and byte offset: a pass reads only the records written since;
+- W&B's binary run files keep their store (its place in the file, what it read): the same;
 - everything else (configs, trainer_state.json, tables, rollout dumps) is read again only when its
   size, mtime or inode changed.
 A file that shrank or was replaced is read again from its start.
@@ -24,7 +25,7 @@ import pandas as pd
 
 from triage_agent import bounded
 from triage_agent.runs import logs
-from triage_agent.runs.formats import BY_NAME, FormatRead
+from triage_agent.runs.formats import BY_NAME, FormatRead, wandb_binary
 from triage_agent.runs.formats import tensorboard as tb
 from triage_agent.runs.formats.base import Columns
 from triage_agent.runs.formats.canonical import Canonical, Incremental
@@ -80,6 +81,7 @@ class Follower(Reader):
         self.logs: dict[str, _Log] = {}
         self.jsonl: dict[str, _Jsonl] = {}
         self.events: dict[str, tuple[int, tb.Events]] = {}
+        self.stores: dict[str, tuple[int, wandb_binary.Store]] = {}
         self.memo: dict[tuple[str, str], tuple[tuple[int, int, int], Any]] = {}
         self.read_bytes = 0  # bytes read by incremental readers in the last pass (for the benchmark)
         self.canonicals: dict[str, Incremental] = {}
@@ -112,6 +114,8 @@ class Follower(Reader):
             return self._appended(role, path, rel)
         if follow == "events":
             return self._events(path, rel)
+        if follow == "records":
+            return self._records(path, rel)
         return self._memo(role, path, rel, BY_NAME[role].read)  # type: ignore[no-any-return]
 
     def _span(self, states: dict[str, T], rel: str, fh: BinaryIO, new: Callable[[int], T]) -> tuple[T, int]:
@@ -159,6 +163,16 @@ class Follower(Reader):
                 state.lines += chunk.count(b"\n")
                 state.offset = end
         return state.got
+
+    def _records(self, path: Path, rel: str) -> FormatRead:
+        st = path.stat()
+        got = self.stores.get(rel)
+        if got is None or got[0] != st.st_ino or st.st_size < got[1].framing.pos:  # new, replaced or truncated
+            got = self.stores[rel] = (st.st_ino, wandb_binary.Store(path, rel))
+        before = got[1].framing.pos
+        got[1].absorb(path)
+        self.read_bytes += got[1].framing.pos - before
+        return got[1].result()
 
     def _events(self, path: Path, rel: str) -> FormatRead:
         inode = path.stat().st_ino

@@ -132,7 +132,8 @@ class FormatRead:
 #   lines   - the file only grows by whole lines: the format's `read` runs over just the appended lines
 #   log     - a console log: the streaming scanner keeps its state and byte offset
 #   events  - TensorBoard records: the reader keeps its place in the file
-Follow = Literal["reread", "lines", "log", "events"]
+#   records - W&B's binary run file: its store keeps its place in the file and what it read (wandb_binary.Store)
+Follow = Literal["reread", "lines", "log", "events", "records"]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import struct
 import time
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -57,49 +58,63 @@ def _sniff(path: Path, rel: str) -> bool:
     return path.suffix.lower() == ".wandb"
 
 
-def records(fh: _Capped) -> Iterator[tuple[int, bytes]]:
-    """(offset, data) of each whole record, checksums checked, read a 32 KB block at a time (the writer never lets
-    a record's piece cross a block's end: a longer record is a chain of pieces). Raises _Corrupt where the framing
-    breaks; stops quietly at a piece cut short by the end of the file (the writer's next bytes)."""
-    if fh.read(len(HEADER)) != HEADER:
-        raise _Corrupt(0, "not a W&B run file (no :W&B header)")
-    start, pos = 0, len(HEADER)  # the block's offset in the file; where in the block the next piece starts
-    block = HEADER + fh.read(BLOCK - len(HEADER))
-    parts: list[bytes] = []
-    chain_at = 0
-    while len(block) > pos:
-        while BLOCK - pos >= 7:  # fewer bytes left in a block are padding
-            if pos + 7 > len(block):
-                return  # the end of the file, inside a piece's header
-            crc, n, kind = struct.unpack_from("<IHB", block, pos)
-            at = start + pos
-            if crc == 0 and n == 0 and kind == 0:
-                break  # zeros: the rest of the block was never written
-            if kind not in _CRC or pos + 7 + n > BLOCK:
-                raise _Corrupt(at, f"bad record header (type {kind}, length {n})")
-            if pos + 7 + n > len(block):
-                return  # the end of the file, inside a piece
-            data = block[pos + 7:pos + 7 + n]
-            if zlib.crc32(data, _CRC[kind]) != crc:
-                raise _Corrupt(at, "a record's checksum does not match its bytes (the file is corrupt)")
-            pos += 7 + n
-            if kind in (FULL, FIRST) and parts:
-                raise _Corrupt(at, "a record starts inside another")
-            if kind == FULL:
-                yield at, data
-            elif kind == FIRST:
-                parts, chain_at = [data], at
-            elif not parts:
-                raise _Corrupt(at, "a record's continuation without its start")
-            else:
-                parts.append(data)
-                if sum(map(len, parts)) > MAX_RECORD:
-                    raise _Corrupt(chain_at, f"a record longer than {MAX_RECORD >> 20} MB")
-                if kind == LAST:
-                    yield chain_at, b"".join(parts)
-                    parts = []
-        start, pos = start + BLOCK, 0
-        block = fh.read(BLOCK)
+@dataclass
+class Framing:
+    """Where the read of the file's records stands: the offset of the next piece to read, and the pieces of a
+    record begun but not yet ended. Kept between passes of `triage watch`: a pass reads from there."""
+
+    pos: int = 0  # 0: the header is still to be read
+    parts: list[bytes] = field(default_factory=list)
+    chain_at: int = 0
+
+    def records(self, fh: _Capped) -> Iterator[tuple[int, bytes]]:
+        """(offset, data) of each whole record from `pos` on, checksums checked, read to the end of each 32 KB
+        block (the writer never lets a record's piece cross a block's end: a longer record is a chain of pieces).
+        Raises _Corrupt where the framing breaks; stops quietly at a piece cut short by the end of the file (the
+        writer's next bytes), where the next call starts."""
+        if self.pos == 0:
+            head = fh.read(len(HEADER))
+            if len(head) < len(HEADER) and HEADER.startswith(head):
+                return  # a file just created: its header is being written
+            if head != HEADER:
+                raise _Corrupt(0, "not a W&B run file (no :W&B header)")
+            self.pos = len(HEADER)
+        else:
+            fh.seek(self.pos)
+        while chunk := fh.read(BLOCK - self.pos % BLOCK):  # the rest of the block `pos` is in
+            p, room = 0, BLOCK - self.pos % BLOCK
+            while room - p >= 7:  # fewer bytes left in a block are padding
+                if p + 7 > len(chunk):
+                    return  # the end of the file, inside a piece's header
+                crc, n, kind = struct.unpack_from("<IHB", chunk, p)
+                at = self.pos
+                if crc == 0 and n == 0 and kind == 0:
+                    break  # zeros: the rest of the block was never written
+                if kind not in _CRC or p + 7 + n > room:
+                    raise _Corrupt(at, f"bad record header (type {kind}, length {n})")
+                if p + 7 + n > len(chunk):
+                    return  # the end of the file, inside a piece
+                data = chunk[p + 7:p + 7 + n]
+                if zlib.crc32(data, _CRC[kind]) != crc:
+                    raise _Corrupt(at, "a record's checksum does not match its bytes (the file is corrupt)")
+                if kind in (FULL, FIRST) and self.parts:
+                    raise _Corrupt(at, "a record starts inside another")
+                if kind in (MIDDLE, LAST) and not self.parts:
+                    raise _Corrupt(at, "a record's continuation without its start")
+                p += 7 + n
+                self.pos += 7 + n
+                if kind == FULL:
+                    yield at, data
+                elif kind == FIRST:
+                    self.parts, self.chain_at = [data], at
+                else:
+                    self.parts.append(data)
+                    if sum(map(len, self.parts)) > MAX_RECORD:
+                        raise _Corrupt(self.chain_at, f"a record longer than {MAX_RECORD >> 20} MB")
+                    if kind == LAST:
+                        whole, self.parts = b"".join(self.parts), []
+                        yield self.chain_at, whole
+            self.pos += room - p  # past the padding (or the unwritten rest): the next block
 
 
 def _varint(b: bytes, i: int) -> tuple[int, int]:
@@ -232,88 +247,118 @@ def _line(b: bytes) -> bytes:
     return next((bytes(v) for f, w, v in fields(b) if f == 3 and w == 2), b"")
 
 
-def read_wandb_binary(path: Path, rel: str) -> FormatRead:
-    got = FormatRead()
-    files = path.parent / "files"
-    # a folder whose history or console the SDK also wrote as files: those are read (and not twice)
-    want_history = not (files / "wandb-history.jsonl").exists()
-    want_console = not (files / "output.log").exists()
-    rows: list[dict[str, Any]] = []
-    parts: list[Columns] = []
-    config: dict[str, Any] = {}
-    scanner = logs.Scanner(rel) if want_console else None
-    console, lineno, kept, dropped, exit_code = b"", 0, 0, 0, None
-    deadline = time.monotonic() + READ_SECONDS
-    try:
-        with bounded.open_binary(path) as fh:
-            capped = _Capped(fh, MAX_BYTES)
-            for offset, data in records(capped):
-                if time.monotonic() > deadline:
-                    got.notes.append(f"{rel}: read for {READ_SECONDS:.0f} s and stopped at byte {offset:,}")
-                    break
-                try:
-                    for num, wire, val in fields(data):
-                        if wire != 2:
-                            continue
-                        if num == _HISTORY and want_history:
-                            if kept >= MAX_ROWS:
-                                dropped += 1
-                                continue
-                            row = _history_row(val)
-                            if row:
-                                rows.append(row)
-                                kept += 1
-                                if len(rows) >= BATCH:
-                                    parts.append(_columns(rows))
-                                    rows = []
-                        elif num == _CONFIG:
-                            _config(val, config)
-                        elif num == _RUN:
-                            for f, w, sub in fields(val):
-                                if f == _RUN_CONFIG and w == 2:
-                                    _config(sub, config)
-                        elif num == _EXIT:
-                            exit_code = next((v for f, w, v in fields(val) if f == 1 and w == 0), 0)
-                        elif num in (_OUTPUT, _OUTPUT_RAW) and scanner is not None:
-                            console += _line(val)
-                            *whole, console = console.split(b"\n")
-                            for text in whole:
-                                lineno += 1
-                                scanner.line(text[:logs.MAX_LINE] + b"\n", lineno)
-                            if len(console) > logs.MAX_LINE:  # a line without end: bounded like a log's
-                                console = console[-logs.MAX_LINE:]
-                except ValueError as exc:
-                    got.errors.append(ParseError(rel, None, f"record at byte {offset:,} does not decode: {exc}"))
-                    if len(got.errors) >= MAX_BAD:
-                        got.errors.append(ParseError(rel, None, f"{MAX_BAD} records do not decode: read up to there"))
+class Store:
+    """What a run file gave so far, read on from where it stopped: `read_wandb_binary` reads a file once;
+    `triage watch` keeps one per file and each pass reads only the records appended since (`absorb`)."""
+
+    def __init__(self, path: Path, rel: str) -> None:
+        files = path.parent / "files"
+        # a folder whose history or console the SDK also wrote as files: those are read (and not twice)
+        self.want_history = not (files / "wandb-history.jsonl").exists()
+        self.scanner = logs.Scanner(rel) if not (files / "output.log").exists() else None
+        self.rel, self.framing = rel, Framing()
+        self.rows: list[dict[str, Any]] = []
+        self.parts: list[Columns] = []
+        self.config: dict[str, Any] = {}
+        self.errors: list[ParseError] = []
+        self.notes: list[str] = []
+        self.console, self.lineno, self.kept, self.dropped = b"", 0, 0, 0
+        self.exit_code: int | None = None
+        self.broken = False  # the framing broke: nothing after it is read
+
+    def absorb(self, path: Path) -> None:
+        """Read the records appended since the last call (all of them, the first time)."""
+        if self.broken:
+            return
+        rel, deadline = self.rel, time.monotonic() + READ_SECONDS
+        try:
+            with bounded.open_binary(path) as fh:
+                capped = _Capped(fh, MAX_BYTES - self.framing.pos)
+                for offset, data in self.framing.records(capped):
+                    try:
+                        self._record(data)
+                    except ValueError as exc:
+                        self.errors.append(ParseError(rel, None, f"record at byte {offset:,} does not decode: {exc}"))
+                        if len(self.errors) >= MAX_BAD:
+                            self.errors.append(ParseError(rel, None, f"{MAX_BAD} records do not decode: read up to "
+                                                                     "there"))
+                            self.broken = True
+                            break
+                    if time.monotonic() > deadline:
+                        self.notes.append(f"{rel}: read for {READ_SECONDS:.0f} s, up to byte {offset:,}")
                         break
-            if capped.left <= 0:
-                got.notes.append(f"{rel}: read up to its first {MAX_BYTES >> 30} GB")
-    except _Corrupt as exc:
-        got.errors.append(ParseError(rel, None, f"{exc} at byte {exc.offset:,}; read up to there"))
-    except OSError as exc:
-        got.errors.append(ParseError(rel, None, f"unreadable: {exc.strerror or exc}"))
-        return got
-    if rows:
-        parts.append(_columns(rows))
-    got.columns = Columns.concat(parts)
-    if dropped:
-        got.notes.append(f"{rel}: {dropped:,} history rows past the first {MAX_ROWS:,} were not read")
-    if config:
-        got.config = config
-    if exit_code is not None:
-        if exit_code == 0:
+                if capped.left <= 0 and not self.broken:
+                    self.notes.append(f"{rel}: read up to its first {MAX_BYTES >> 30} GB")
+                    self.broken = True
+        except _Corrupt as exc:
+            self.errors.append(ParseError(rel, None, f"{exc} at byte {exc.offset:,}; read up to there"))
+            self.broken = True
+        except OSError as exc:
+            self.errors.append(ParseError(rel, None, f"unreadable: {exc.strerror or exc}"))
+
+    def _record(self, data: bytes) -> None:
+        for num, wire, val in fields(data):
+            if wire != 2:
+                continue
+            if num == _HISTORY and self.want_history:
+                if self.kept >= MAX_ROWS:
+                    self.dropped += 1
+                    continue
+                row = _history_row(val)
+                if row:
+                    self.rows.append(row)
+                    self.kept += 1
+                    if len(self.rows) >= BATCH:
+                        self.parts.append(_columns(self.rows))
+                        self.rows = []
+            elif num == _CONFIG:
+                _config(val, self.config)
+            elif num == _RUN:
+                for f, w, sub in fields(val):
+                    if f == _RUN_CONFIG and w == 2:
+                        _config(sub, self.config)
+            elif num == _EXIT:
+                self.exit_code = next((v for f, w, v in fields(val) if f == 1 and w == 0), 0)
+            elif num in (_OUTPUT, _OUTPUT_RAW) and self.scanner is not None:
+                self.console += _line(val)
+                *whole, self.console = self.console.split(b"\n")
+                for text in whole:
+                    self.lineno += 1
+                    self.scanner.line(text[:logs.MAX_LINE] + b"\n", self.lineno)
+                if len(self.console) > logs.MAX_LINE:  # a line without end: bounded like a log's
+                    self.console = self.console[-logs.MAX_LINE:]
+
+    def result(self, final: bool = False) -> FormatRead:
+        """What the file gave up to now. `final`: nothing more will be read (a one-shot read), so a console line
+        without its newline is read too; while a run is watched it is left for a later pass, as a log's is."""
+        if self.rows:  # the pending rows become columns now: later rows go to a new part
+            self.parts.append(_columns(self.rows))
+            self.rows = []
+        self.parts = [Columns.concat(self.parts)] if len(self.parts) > 1 else self.parts
+        got = FormatRead(columns=self.parts[0] if self.parts else Columns(0, [], {}, {}), errors=list(self.errors),
+                         notes=list(self.notes), config=dict(self.config) or None)
+        if self.dropped:
+            got.notes.append(f"{self.rel}: {self.dropped:,} history rows past the first {MAX_ROWS:,} were not read")
+        if self.exit_code == 0:
             got.finished = "W&B's exit record (exit code 0)"
-        else:
-            got.notes.append(f"{rel}: W&B recorded exit code {exit_code}")
-    if scanner is not None and lineno:
-        if console:
-            lineno += 1
-            scanner.line(console[:logs.MAX_LINE], lineno)
-        scanner.scan.lines = lineno
-        got.log = scanner.finish()
-        got.planned_steps, got.trainer = got.log.planned_steps, got.log.trainer
-    return got
+        elif self.exit_code is not None:
+            got.notes.append(f"{self.rel}: W&B recorded exit code {self.exit_code}")
+        if self.scanner is not None:
+            if final and self.console:
+                self.lineno += 1
+                self.scanner.line(self.console[:logs.MAX_LINE], self.lineno)
+                self.console = b""
+            if self.lineno:
+                self.scanner.scan.lines = self.lineno
+                got.log = self.scanner.finish() if final else self.scanner.snapshot()
+                got.planned_steps, got.trainer = got.log.planned_steps, got.log.trainer
+        return got
+
+
+def read_wandb_binary(path: Path, rel: str) -> FormatRead:
+    store = Store(path, rel)
+    store.absorb(path)
+    return store.result(final=True)
 
 
 def _config(b: bytes, into: dict[str, Any]) -> None:
@@ -342,6 +387,9 @@ class _Capped:
     def __init__(self, fh: BinaryIO, limit: int) -> None:
         self.fh, self.left = fh, limit
 
+    def seek(self, pos: int) -> None:
+        self.fh.seek(pos)
+
     def read(self, n: int) -> bytes:
         data = self.fh.read(max(0, min(n, self.left)))
         self.left -= len(data)
@@ -352,4 +400,4 @@ def _read(path: Path, rel: str) -> FormatRead:
     return read_wandb_binary(path, rel)
 
 
-BINARY = Format("wandb_binary", _sniff, _read)
+BINARY = Format("wandb_binary", _sniff, _read, follow="records")
