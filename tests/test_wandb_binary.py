@@ -281,3 +281,12 @@ def test_watch_follows_a_binary_run_file(tmp_path):
     follower.read_bytes = 0
     again = load_run(run, reader=follower)
     assert len(again.metrics.frame) == 400 and follower.read_bytes == len(data) - len(half)
+
+
+def test_without_history_the_console_metric_lines_are_the_rows(tmp_path):
+    lines = "".join(f"step:{s} - critic/score/mean:{s / 10} - actor/entropy:0.5\n" for s in range(1, 6))
+    path = _write(tmp_path, [output("(TaskRunner pid=1) verl trainer\n" + lines)])
+    got = wb.read_wandb_binary(path, "x.wandb")
+    assert got.columns is not None and got.columns.n == 0
+    assert [r["step"] for r in got.rows] == [1, 2, 3, 4, 5]
+    assert [r["critic/score/mean"] for r in got.rows] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])

@@ -54,7 +54,10 @@ def summary(report: Report) -> Panel:
     scans = {s.path: s for s in run.logs}
     for f in run.files:  # every file: what it was read as and what it gave
         scan = scans.get(f.path)
-        if scan is not None:
+        if f.role == "wandb_binary":  # its history, and its console read as a log
+            lines.append(f"  {f.path}: W&B run file, {f.rows or 0} history rows"
+                         + (f"; its console output {scan.lines} lines" if scan is not None else ""))
+        elif scan is not None:
             lines.append(f"  {f.path}: log ({f.read_as or 'no metric lines'}), {scan.lines} lines, "
                          f"{scan.metric_steps} metric rows"
                          + (f", last step {scan.last_step}" if scan.last_step is not None else "")

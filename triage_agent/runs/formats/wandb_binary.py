@@ -352,6 +352,8 @@ class Store:
                 self.scanner.scan.lines = self.lineno
                 got.log = self.scanner.finish() if final else self.scanner.snapshot()
                 got.planned_steps, got.trainer = got.log.planned_steps, got.log.trainer
+                if got.columns is not None and not got.columns.n:  # no history logged: the console's metric lines
+                    got.rows, got.eval_rows = got.log.metric_rows, got.log.eval_rows
         return got
 
 
