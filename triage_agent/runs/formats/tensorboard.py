@@ -25,6 +25,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from triage_agent import bounded
 from triage_agent.runs.formats.base import Columns, Format, FormatRead
+from triage_agent.runs.formats.protowire import WireError
+from triage_agent.runs.formats.protowire import varint as _varint
 from triage_agent.runs.model import ParseError
 
 MAX_RECORD = 16 << 20  # a record longer than this is a corrupt length (scalar events are ~50 bytes)
@@ -86,19 +88,6 @@ def _masked_crcs(buf: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray
 
 
 # -- protobuf wire format --------------------------------------------------------------------------
-def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= end or shift > 63:
-            raise _Corrupt("bad varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-
-
 def _skip(buf: bytes, pos: int, end: int, wire: int) -> int:
     if wire == 0:
         return _varint(buf, pos, end)[1]
@@ -415,7 +404,7 @@ class Events:
             stop = start + int(lengths[i])
             try:
                 step, scalars = decode_event(buf, start, stop)
-            except (_Corrupt, IndexError, struct.error) as exc:
+            except (_Corrupt, WireError, IndexError, struct.error) as exc:
                 # a bad CRC is the likelier story; either way the record is skipped
                 crc_ok = masked_crc32c(buf[start:stop]) == _U32.unpack_from(buf, stop)[0]
                 found.append((base + start - 12, first + i + 1,

@@ -28,6 +28,7 @@ import orjson
 from triage_agent import bounded
 from triage_agent.runs import logs, values
 from triage_agent.runs.formats.base import Columns, Format, FormatRead
+from triage_agent.runs.formats.protowire import varint
 from triage_agent.runs.model import ParseError
 
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)  # ident, magic, version (wandb/sdk/internal/datastore.py)
@@ -118,16 +119,7 @@ class Framing:
 
 
 def _varint(b: bytes, i: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        if i >= len(b) or shift > 63:
-            raise ValueError("bad varint")
-        x = b[i]
-        i += 1
-        result |= (x & 0x7F) << shift
-        if x < 0x80:
-            return result, i
-        shift += 7
+    return varint(b, i, len(b))
 
 
 def fields(b: bytes) -> Iterator[tuple[int, int, Any]]:
