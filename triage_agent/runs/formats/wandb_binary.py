@@ -209,7 +209,7 @@ def _history_row(b: bytes) -> dict[str, Any]:
             if end > i + 2:
                 if b[i + 2] != 0x08:
                     return _history_row_general(b)
-                step, _ = _varint(b[:end], i + 3)
+                step, _ = varint(b, i + 3, end)
         elif tag & 7 != 2:
             return _history_row_general(b)
         i = end
