@@ -14,7 +14,7 @@ from typing import Any
 from triage_agent import bounded
 from triage_agent.errors import BadInput
 from triage_agent.runs.configs import CONFIG_SUFFIXES
-from triage_agent.runs.formats import BY_NAME, FORMATS
+from triage_agent.runs.formats import FORMATS
 from triage_agent.runs.model import ParseError
 from triage_agent.runs.tables import TABLE_SUFFIXES
 
@@ -192,10 +192,6 @@ def discover(root: Path, manifest: Manifest) -> tuple[list[Found], list[str]]:
         if role is None:
             role = classify(path, rel)
         if role is None:
-            continue
-        fmt = BY_NAME.get(role)
-        if fmt is not None and fmt.skip_note:
-            notes.append(f"{rel}: {fmt.skip_note}")
             continue
         rr = round_of(Path(rel).parts) if role in ROUND_ROLES else None
         found.append(Found(path, rel, role, rr[0] if rr else None, rr[1] if rr else None))

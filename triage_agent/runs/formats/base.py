@@ -143,8 +143,6 @@ class Format:
     name: str
     sniff: Callable[[Path, str], bool]
     read: Callable[[Path, str], FormatRead]
-    # a format whose files are listed but never read (a note says why), e.g. binary W&B files
-    skip_note: str | None = None
     follow: Follow = "reread"
 
 

@@ -29,6 +29,7 @@ from triage_agent import bounded
 from triage_agent.runs import logs, values
 from triage_agent.runs.formats.base import Columns, Format, FormatRead
 from triage_agent.runs.formats.protowire import varint
+from triage_agent.runs.formats.wandb import STEP_KEYS  # a row's step, as in wandb-history.jsonl
 from triage_agent.runs.model import ParseError
 
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)  # ident, magic, version (wandb/sdk/internal/datastore.py)
@@ -40,7 +41,6 @@ MAX_RECORD = 64 << 20  # one record's bytes: a longer chain is corrupt
 MAX_ROWS = 1_000_000  # history rows kept (noted past it)
 MAX_BAD = 20  # records that do not decode, each reported, before the read gives up on the file
 READ_SECONDS = bounded.READ_SECONDS
-STEP_KEYS = ("train/global_step", "global_step", "_step")  # as wandb-history.jsonl's reader (wandb.py)
 BATCH = 4096  # rows turned into columns at a time
 # wandb_internal.proto field numbers
 _HISTORY, _OUTPUT, _CONFIG, _OUTPUT_RAW, _RUN, _EXIT = 2, 4, 5, 13, 17, 18
@@ -118,28 +118,24 @@ class Framing:
             self.pos += room - p  # past the padding (or the unwritten rest): the next block
 
 
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    return varint(b, i, len(b))
-
-
 def fields(b: bytes) -> Iterator[tuple[int, int, Any]]:
     """(field number, wire type, value) of one protobuf message: an int for varints, bytes otherwise."""
-    i = 0
-    while i < len(b):
-        key, i = _varint(b, i)
+    i, end = 0, len(b)
+    while i < end:
+        key, i = varint(b, i, end)
         num, wire = key >> 3, key & 7
         val: Any
         if wire == 0:
-            val, i = _varint(b, i)
+            val, i = varint(b, i, end)
             yield num, wire, val
             continue
         if wire == 2:
-            n, i = _varint(b, i)
+            n, i = varint(b, i, end)
         elif wire in (1, 5):
             n = 8 if wire == 1 else 4
         else:
             raise ValueError(f"wire type {wire}")
-        if i + n > len(b):
+        if i + n > end:
             raise ValueError("a field past the message's end")
         val, i = b[i:i + n], i + n
         yield num, wire, val
