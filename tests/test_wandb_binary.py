@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REPO
+from triage_agent import synth
 from triage_agent.runs.formats import wandb_binary as wb
 from triage_agent.runs.load import load_run
 
@@ -65,19 +66,10 @@ def test_a_run_folder_of_a_modern_sdk_is_read_from_its_binary_file():
 
 
 # -- a writer after wandb/sdk/internal/datastore.py, and the few protobuf fields ------------------------------
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
-
-
 def _field(num: int, payload: bytes | int) -> bytes:
     if isinstance(payload, int):
-        return _varint(num << 3) + _varint(payload)
-    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+        return synth.varint(num << 3) + synth.varint(payload)
+    return synth.field_bytes(num, payload)
 
 
 def history(step: int, items: dict[str, object], nested: bool = False) -> bytes:

@@ -276,6 +276,14 @@ def write_events(path: Path, scalars: int, tags: int = 8) -> None:
 
 
 # -- the rows -------------------------------------------------------------------------------------
+def grep_and_parse(tmp: Path, log: Path) -> Timing:
+    """The alternative for a verl log: `grep` for the step, traceback and error lines, then the regex parser."""
+    parser = tmp / "regex_parser.py"
+    parser.write_text(REGEX_PARSER)
+    return Timing(["grep", "-a", "-E", shlex.quote("step:[0-9]+ - |Traceback|Error"), shlex.quote(str(log)), "|",
+                   shlex.quote(sys.executable), shlex.quote(str(parser))], shell=True)
+
+
 def bench_rollout_log(tmp: Path, quick: bool) -> None:
     run = tmp / "rollouts"
     run.mkdir()
@@ -283,10 +291,7 @@ def bench_rollout_log(tmp: Path, quick: bool) -> None:
     steps = write_rollout_log(log, 50_000_000 if quick else 500_000_000, 50 if quick else 500)
     warm(log)
     ours = triage("inspect", str(run), "--json")
-    parser = tmp / "regex_parser.py"
-    parser.write_text(REGEX_PARSER)
-    alt = Timing(["grep", "-a", "-E", shlex.quote("step:[0-9]+ - |Traceback|Error"), shlex.quote(str(log)), "|",
-                  shlex.quote(sys.executable), shlex.quote(str(parser))], shell=True)
+    alt = grep_and_parse(tmp, log)
     row(f"verl log with rollout texts, {log.stat().st_size / 1e9:.2f} GB, {steps} step lines", ours, alt,
         "grep + regex")
     got = subprocess.run([sys.executable, "-c", ROWS, str(run)], capture_output=True, text=True, check=True).stdout
@@ -313,12 +318,8 @@ def bench_info_log(tmp: Path, quick: bool) -> None:
             written += fh.write(block + f"{PRE_RUNNER}step:{step} - critic/score/mean:np.float64(0.5) - "
                                         "actor/entropy:0.6 - response_length/mean:412.0\n")
     warm(log)
-    parser = tmp / "regex_parser.py"
-    parser.write_text(REGEX_PARSER)
-    alt = Timing(["grep", "-a", "-E", shlex.quote("step:[0-9]+ - |Traceback|Error"), shlex.quote(str(log)), "|",
-                  shlex.quote(sys.executable), shlex.quote(str(parser))], shell=True)
     row(f"verl log of INFO lines, {log.stat().st_size / 1e9:.2f} GB, {step:,} step lines",
-        triage("inspect", str(run), "--json"), alt, "grep + regex")
+        triage("inspect", str(run), "--json"), grep_and_parse(tmp, log), "grep + regex")
     shutil.rmtree(run)
 
 
@@ -420,8 +421,9 @@ def bench_sweep(tmp: Path, quick: bool) -> None:
 
 
 BENCHES: dict[str, Callable[[Path, bool], None]] = {
-    "rollouts": bench_rollout_log, "info": bench_info_log, "dense": bench_dense_log, "tensorboard": bench_tensorboard, "json": bench_json,
-    "mixed": bench_mixed, "watch": bench_watch, "sweep": bench_sweep,
+    "rollouts": bench_rollout_log, "info": bench_info_log, "dense": bench_dense_log,
+    "tensorboard": bench_tensorboard, "json": bench_json, "mixed": bench_mixed, "watch": bench_watch,
+    "sweep": bench_sweep,
 }
 
 
