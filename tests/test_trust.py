@@ -83,8 +83,10 @@ def test_piped_output_never_cuts_with_an_ellipsis():
     code, out, _ = cli("inspect", str(RUN), width=80)
     assert code == 0 and "…" not in out
     findings = table_columns(out, "Findings")
-    assert [r[1] for r in findings][:2] == ["filter.boundary_starved", "reward.boundary_suppressed"]
-    assert findings[1][3] == "round_3/selector/reward_samples.parquet"
+    # the cause first, the consequence it explains under it (findings/chains.py)
+    assert [r[1] for r in findings][:3] == ["filter.boundary_starved", "↳ generator.accuracy_off_target",
+                                            "reward.boundary_suppressed"]
+    assert findings[2][3] == "round_3/selector/reward_samples.parquet"
     changes = table_columns(out, "Suggested changes")
     assert [(r[1], r[2]) for r in changes] == [("configs/filter_config.yaml", "filter.easy_threshold"),
                                                ("configs/train_config.yaml", "reward.weights.format")]

@@ -82,7 +82,9 @@ def report_document(report: Report) -> dict[str, Any]:
                            **({"read_as": f.read_as} if f.read_as else {}),
                            **({"rows": f.rows} if f.rows is not None else {})} for f in run.files]},
         "findings": [
-            {"id": f.id, "severity": f.severity, "title": f.title, "evidence": f.evidence,
+            {"id": f.id, "severity": f.severity, "title": f.title, "onset_step": f.onset_step,
+             **({"explained_by": f.explained_by} if f.explained_by else {}),
+             **({"explains": list(f.explains)} if f.explains else {}), "evidence": f.evidence,
              **({"suggestion": {k: v for k, v in f.suggestion.items()}} if f.suggestion else {}),
              **({"concerns": f.concerns} if f.concerns else {}), **({"stage": f.stage} if f.stage else {}),
              **({"fix": f.fix} if f.fix else {})}

@@ -149,7 +149,9 @@ def list_findings(facts: Facts, min_severity: Severity = "info") -> dict[str, An
 
 def findings_payload(findings: list[Finding], min_severity: str = "info") -> dict[str, Any]:
     """Findings as the model sees them: bounded evidence, at most 12, most severe first."""
-    out = [{"id": f.id, "severity": f.severity, "title": f.title, "evidence": _bounded(f.evidence),
+    out = [{"id": f.id, "severity": f.severity, "title": f.title, "onset_step": f.onset_step,
+            **({"explained_by": f.explained_by} if f.explained_by else {}),
+            **({"explains": list(f.explains)} if f.explains else {}), "evidence": _bounded(f.evidence),
             **({"suggestion": {k: v for k, v in f.suggestion.items() if k != "also"}} if f.suggestion else {})}
            for f in findings if f.at_least(min_severity)]
     payload: dict[str, Any] = redact.obj({**bounds.put({}, "findings", out, 12),

@@ -1,32 +1,41 @@
-"""The offline diagnosis: causes read off the findings by fixed rules (no model)."""
+"""The offline diagnosis: causes read off the findings by fixed rules (no model). A finding that explains others
+(findings/chains.py) is one diagnosis with its consequences; the others each their own."""
 
 from __future__ import annotations
 
+from triage_agent.findings import chains
 from triage_agent.findings.engine import REGISTRY
 from triage_agent.findings.model import Diagnosis, Finding
 
 CONFIDENCE = {"high": 0.9, "medium": 0.7, "low": 0.5}
-# Chains the rules know: a downstream symptom explained by upstream findings.
-CHAINS = [
-    ("generator.accuracy_off_target", ("filter.boundary_starved", "reward.boundary_suppressed",
-                                       "reward.boundary_oscillating", "rounds.generator_frozen")),
-]
+# a chain's diagnosis: the cause and its consequences agree, which is more than one finding says alone
+CHAIN_CONFIDENCE = 0.75
+
+
+def _cause(f: Finding) -> str:
+    return REGISTRY[f.id].cause if f.id in REGISTRY else f.title
 
 
 def diagnose(findings: list[Finding]) -> list[Diagnosis]:
-    ids = {f.id for f in findings}
     out: list[Diagnosis] = []
-    explained: set[str] = set()
-    for symptom, upstream in CHAINS:
-        causes = [u for u in upstream if u in ids]
-        if symptom in ids and causes:
-            out.append(Diagnosis(
-                f"The generator misses its accuracy target because the selector's boundary signal is weak: "
-                f"{', '.join(causes)}.", [*causes, symptom],
-                "; ".join(f.title for f in findings if f.id in (symptom, *causes)), 0.75))
-            explained.add(symptom)
     for f in findings:
-        if f.severity in ("info",) or f.id in explained:
+        if f.severity == "info" or f.explained_by is not None:
             continue
-        out.append(Diagnosis(REGISTRY[f.id].cause if f.id in REGISTRY else f.title, [f.id], f.title, CONFIDENCE.get(f.severity, 0.5)))
+        if f.explains:
+            tree = [x for x in findings if x is f or chains.depth(findings, x) > 0 and _root(findings, x) is f]
+            how = chains.why(f.id)
+            consequences = ", ".join(x.id for x in tree if x is not f)
+            out.append(Diagnosis(f"{_cause(f)} It explains {consequences}" + (f": {how}." if how else "."),
+                                 [x.id for x in tree], "; ".join(x.title for x in tree), CHAIN_CONFIDENCE))
+            continue
+        out.append(Diagnosis(_cause(f), [f.id], f.title, CONFIDENCE.get(f.severity, 0.5)))
     return out
+
+
+def _root(findings: list[Finding], f: Finding) -> Finding:
+    by_id = {x.id: x for x in findings if x.explains}
+    seen: set[str] = set()
+    while f.explained_by is not None and f.explained_by in by_id and f.explained_by not in seen:
+        seen.add(f.explained_by)
+        f = by_id[f.explained_by]
+    return f

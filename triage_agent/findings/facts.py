@@ -215,6 +215,15 @@ class Facts:
                 s, self.rules["head_tail_fraction"], int(self.rules["head_tail_min_points"]))
         return self._summaries[name]
 
+    @cached_property
+    def last_step(self) -> int | None:
+        """The last step the run's metrics logged (None without metrics)."""
+        m = self.run.metrics
+        if m is None or m.frame.empty:
+            return None
+        steps = self.column("step")
+        return int(np.nanmax(steps)) if np.isfinite(steps).any() else None
+
     def trainer_columns(self) -> list[str]:
         """Canonical series first (in the profiles' series order), then components, then everything else."""
         if self.run.metrics is None:

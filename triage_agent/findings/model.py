@@ -22,6 +22,12 @@ class Finding:
     concerns: str | None = None
     stage: str | None = None  # troubleshooting stage (calibration runs)
     fix: str | None = None  # one line: what to do about it
+    # the first step where the finding's condition held (findings-v4.md, Presentation); None where no step applies
+    # (a config, a filter table, a round)
+    onset_step: int | None = None
+    # a causal chain (findings/chains.py): the finding that explains this one, and the ones this one explains
+    explained_by: str | None = None
+    explains: list[str] = field(default_factory=list)
 
     def at_least(self, severity: Severity | str) -> bool:
         return SEVERITY_RANK[self.severity] <= SEVERITY_RANK[severity]

@@ -50,7 +50,23 @@ class Rule:
             if f.suggestion is None and self.suggest is not None:
                 f.suggestion = self.suggest(facts, rules, f)
             f.fix = f.fix or self.fix
+            if f.onset_step is None:
+                f.onset_step = onset(f.evidence)
         return found
+
+
+# evidence keys that name where a finding's condition first held, in order of preference (a crash: the last step its
+# launch logged, the step it crashed after)
+ONSET_KEYS = ("onset_step", "start_step", "first_step", "last_step")
+
+
+def onset(evidence: dict[str, Any]) -> int | None:
+    """The onset step a rule's evidence names (an integer, never a bool), or None."""
+    for key in ONSET_KEYS:
+        v = evidence.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return None
 
 
 REGISTRY: dict[str, Rule] = {}

@@ -72,6 +72,10 @@ DEFAULTS: dict[str, Any] = {
     # levels; 6 keeps a 0..5 score in. Not rising = z below the one-sided 5% quantile of the normal, 1.645.
     "flat_discrete_levels": 6,
     "flat_rise_z": 1.645,
+    # ... a flat training reward while the validation score rises (rho >= 0.5 over at least 3 evaluations, last above
+    # first) is an info note, not an alarm: two Tinker runs of batch A (issue 36) evaluate at rho 0.56 and 0.72
+    "flat_validation_rho": 0.5,
+    "flat_validation_points": 3,
     # reward.collapsed: tail at least 50% back from the rolling-mean peak toward the rolling minimum,
     # and peak - tail >= 0.1 x (p95 - p5)
     "collapse_return_share": 0.5,
@@ -158,6 +162,58 @@ DEFAULTS: dict[str, Any] = {
     "prob_error_max": 1.05,
     "is_ratio_lo": 0.8,
     "is_ratio_hi": 1.25,
+    # policy.train_inference_mismatch on every trainer (findings-v4.md), by the form of the series: a ratio (an IS
+    # ratio, NeMo's multiplicative error) by the bars above; a KL between the sampler's and the trainer's token
+    # distributions above 0.01 (ours: a bf16 noise floor of mean |dlogp| ~0.05 gives KL ~ dlogp^2 / 2 ~ 1e-3, and
+    # verl-omni#637 measures verl's training/rollout_probs_diff_mean at 4e-3 on a stack it calls mismatched); a mean
+    # |log-prob difference| above 0.1 (verl-omni#637: 6.4e-2 per token on that stack); a mean |probability
+    # difference| above 0.02 (5x verl-omni#637's 4e-3). Growing: the tail's distance from agreement >= 3x the head's
+    # (findings-v4.md); high when it grows and is above its bar
+    "mismatch_kl_max": 0.01,
+    "mismatch_logp_diff_max": 0.1,
+    "mismatch_prob_diff_max": 0.02,
+    "mismatch_growth": 3.0,
+    # ... Tinker's sampler-vs-learner KL estimate: two healthy tinker-cookbook RL runs in tests/real_runs log
+    # optim/kl_sample_train_v1 at 0.02-0.03 and 0.060-0.069 (skyrl_tinker_*_autoresume, *_5step_benchmark): a bar of
+    # 0.1 sits above both
+    "mismatch_tinker_kl_max": 0.1,
+    # policy.entropy_blowup (findings-v4.md): tail >= 3x head and rising (rho >= 0.5), or any 5-step rolling mean >= 5x
+    # the head
+    "entropy_blowup_ratio": 3.0,
+    "entropy_blowup_rho": 0.5,
+    "entropy_blowup_peak": 5.0,
+    # generation.degenerate (findings-v4.md): >= 20% of the last 20% of samples degenerate (analysis/degenerate.py
+    # says which are), high at >= 50%; at least 20 samples in that tail (ours: fewer give a share in steps of 5%+); a
+    # logged repetition share (slime rollout/repetition_frac) is held to the same bars over the tail of its steps
+    "degenerate_share": 0.20,
+    "degenerate_share_high": 0.50,
+    "degenerate_min_samples": 20,
+    # reward.groups_too_hard / groups_too_easy (findings-v4.md): >= 50% of groups tie at the reward's floor / ceiling
+    # over the last 20% of steps (tail_fraction); the pass-rate histogram's "learnable" band is 0.4-0.6
+    "groups_tied_share": 0.50,
+    "groups_band_lo": 0.4,
+    "groups_band_hi": 0.6,
+    # optim.steps_skipped (findings-v4.md): skipped on >= 20% of steps; "every step" at >= 99% (a counter that starts
+    # one step late). DeepSpeed's fp16 loss scaler skips a few steps while it finds its scale: the healthy
+    # DeepSpeed-Chat PPO run in tests/real_runs skipped 7 of 470 (1.5%)
+    "skipped_share": 0.20,
+    "skipped_all_share": 0.99,
+    # run.resume_discontinuity (findings-v4.md): at a resume, the mean of the 5 logged steps after it differs from the
+    # mean of the 5 before by more than 5x the series' step-to-step noise
+    "resume_noise_k": 5.0,
+    "resume_window": 5,
+    # policy.off_policy_stale (findings-v4.md: "grows over the run or its tail exceeds the configured maximum"). Ours:
+    # grows = the tail's mean >= 1.5x the mean of the middle 20% of steps and rising over the second half (rho >=
+    # 0.5); against the middle, not the head, since every async run starts at staleness 0 and fills its pipeline
+    "stale_growth": 1.5,
+    "stale_rho": 0.5,
+    # agent.turns_collapsed (findings-v4.md): mean turns per episode fall to <= 50% of the head, or to one turn
+    "turns_collapse_ratio": 0.5,
+    # agent.tool_failures (findings-v4.md): tail failure share >= 30%, or rising from < 10% (ours: to >= 20%, twice
+    # the 10% line, so that noise around 10% is no rise)
+    "tool_fail_share": 0.30,
+    "tool_fail_head_max": 0.10,
+    "tool_fail_rise_to": 0.20,
     # run.stopped_early / run.in_progress: last step < 90% of the planned total; newest file 15 minutes old
     "stopped_share": 0.90,
     "stale_minutes": 15,
@@ -166,14 +222,17 @@ DEFAULTS: dict[str, Any] = {
     "target_band_share_hi": 0.35,
     # data.parse_errors: how many locations the evidence lists (ours)
     "parse_error_examples": 5,
+    # causal chains (findings/chains.py): a cause's onset may lag its consequence's by this share of the run's steps
+    # (ours: both onsets are first steps of rolling means, whose windows differ by up to 5% of the steps each)
+    "chain_onset_slack": 0.10,
     # `triage compare`: curves part where their smoothed difference stays beyond k times the runs' combined
     # step-to-step noise (ours: 3 sigma), smoothed over 5% of the steps (at least 3)
     "compare_noise_k": 3.0,
     "compare_window_fraction": 0.05,
     "compare_min_window": 3,
 }
-# thresholds read by views rather than by a finding rule
-VIEW_THRESHOLDS = frozenset({"compare_noise_k", "compare_window_fraction", "compare_min_window"})
+# thresholds read by views (and the engine's chains) rather than by a finding rule
+VIEW_THRESHOLDS = frozenset({"compare_noise_k", "compare_window_fraction", "compare_min_window", "chain_onset_slack"})
 
 
 # Counts, windows and bin numbers: whole numbers in these ranges (a huge ece_bins would allocate and loop
@@ -183,7 +242,7 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "ece_bins": (1, 1000), "parse_error_examples": (0, 100), "head_tail_min_points": (1, 1000),
     "min_series_steps": (1, 10**6), "flat_min_steps": (1, 10**6), "kl_window": (1, 10_000),
     "grad_spike_history": (1, 10**6), "flat_discrete_levels": (2, 1000), "overfit_min_points": (2, 10**6),
-    "not_learning_min_step": (0, 10**9), "compare_min_window": (1, 10**6), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
+    "not_learning_min_step": (0, 10**9), "degenerate_min_samples": (1, 10**9), "flat_validation_points": (2, 10**6), "resume_window": (1, 10_000), "compare_min_window": (1, 10**6), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
 }
 MAX_ABS = 1e6
 

@@ -9,7 +9,7 @@ from typing import Any
 from triage_agent import redact
 from triage_agent.analysis import rewards
 from triage_agent.render import plots
-from triage_agent.render.terminal import crash_lines, fmt_value, predicted_text, run_line
+from triage_agent.render.terminal import chained_id, crash_lines, fmt_value, predicted_text, run_line
 from triage_agent.report import Report
 
 CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-width:1120px}
@@ -104,8 +104,9 @@ def render(report: Report) -> str:
                  f'<div class="plot">{plots.to_div(fig, f"plot{i}")}</div>' for i, fig in enumerate(_figures(report)))
              + "</div>", "<h2>Findings</h2>"]
     if report.findings:
-        parts.append(_table(["severity", "id", "what", "source"],
-                            [[f.severity, f.id, f.title, f.evidence.get("source", "")] for f in report.findings],
+        parts.append(_table(["severity", "id", "onset", "what", "source"],
+                            [[f.severity, chained_id(report.findings, f), "" if f.onset_step is None else f.onset_step,
+                              f.title, f.evidence.get("source", "")] for f in report.findings],
                             [f.severity for f in report.findings]))
         parts.append("<details><summary>evidence</summary><pre>" + escape(json.dumps(
             {f.id: f.evidence for f in report.findings}, indent=1, default=str)) + "</pre></details>")

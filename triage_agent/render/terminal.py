@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
+from triage_agent.findings import chains
 from triage_agent.findings.model import Finding
 from triage_agent.render import calibration
 from triage_agent.render.text import LiteralTable, literal, sparkline
@@ -81,13 +82,24 @@ def findings_table(report: Report) -> LiteralTable | Text:
     if not report.findings:
         return Text("No findings: nothing looks wrong by the rules.", style="green")
     t = LiteralTable(title="Findings", show_lines=False, expand=False)
+    onsets = any(f.onset_step is not None for f in report.findings)  # no column of blanks (a selector run's)
     t.add_column("severity")
     t.add_column("id")
+    if onsets:
+        t.add_column("onset")
     t.add_column("what")
     t.add_column("source", style="dim")
     for f in report.findings:
-        t.add_row(Text(f.severity, style=SEVERITY_STYLE[f.severity]), f.id, f.title, str(f.evidence.get("source", "")))
+        onset = ["" if f.onset_step is None else str(f.onset_step)] if onsets else []
+        t.add_row(Text(f.severity, style=SEVERITY_STYLE[f.severity]), chained_id(report.findings, f), *onset,
+                  f.title, str(f.evidence.get("source", "")))
     return t
+
+
+def chained_id(findings: list[Finding], f: Finding) -> str:
+    """A finding's id, under its cause when one explains it (`↳ id`, indented by its depth in the chain)."""
+    d = chains.depth(findings, f)
+    return f.id if d == 0 else "  " * (d - 1) + "↳ " + f.id
 
 
 def crash_lines(f: Finding) -> list[str]:
