@@ -30,7 +30,7 @@ from triage_agent.runs.formats.canonical import (
     validation_series,
 )
 from triage_agent.runs.frames import frame_of
-from triage_agent.runs.model import ConfigValue, ParseError, Round, Run, SourceFile, Table, Unread
+from triage_agent.runs.model import ConfigValue, ParseError, Resume, Round, Run, SourceFile, Table, Unread
 from triage_agent.runs.tables import normalize, read_table
 
 KINDS = ("selector-generator", "solver-calibration", "generic")
@@ -274,6 +274,7 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
 
 
 _PARADIGM_ROWS = 200  # rows per source whose keys tell the paradigm (every key shows up early; bounded work)
+MAX_EXCERPTS = 3  # degenerate completions kept as text for the evidence and the model (bounded, masked on output)
 
 
 @dataclass
@@ -285,6 +286,7 @@ class _TrainerParts:
     eval_source: str | None = None
     samples: list[dict[str, Any]] = field(default_factory=list)
     sample_sources: list[str] = field(default_factory=list)
+    excerpts: list[dict[str, Any]] = field(default_factory=list)
     planned: tuple[int, str] | None = None
     trainer: str | None = None
 
@@ -299,6 +301,7 @@ class _TrainerParts:
         if got.samples:
             self.samples += got.samples
             self.sample_sources.append(rel)
+        self.excerpts += got.excerpts[:max(0, MAX_EXCERPTS - len(self.excerpts))]
         if got.planned_steps and (self.planned is None or got.planned_steps > self.planned[0]):
             self.planned = (got.planned_steps, rel)
         self.trainer = self.trainer or got.trainer
@@ -346,6 +349,7 @@ class _TrainerParts:
         eval_loss = eval_loss_series(self.evals + losses, keys)
         if eval_loss is not None and not eval_loss.empty:
             run.eval_loss = Table(eval_loss, self.eval_source or (best[1] if best else "eval rows"))
+        run.sample_excerpts = self.excerpts
         if self.samples:
             run.rollouts = Table(pd.DataFrame.from_records(self.samples), ", ".join(self.sample_sources[:3])
                                  + (f" (+{len(self.sample_sources) - 3} files)" if len(self.sample_sources) > 3 else ""))
@@ -355,6 +359,8 @@ class _TrainerParts:
         frame = can.frame
         run.metrics, run.metric_sources, run.nonfinite = Table(frame, rel), can.sources, can.nonfinite
         run.metric_inferred = can.inferred
+        run.resumes = [Resume(r.step, r.before, r.why, rel) for r in can.restarts]
+        run.resume_count = can.restart_count
         if run.paradigm in ("policy_gradient", "distillation", "unknown"):
             turns = frame["num_turns"].max() if "num_turns" in frame.columns else None
             agentic = trainers.agentic(can.raw_keys, self.trainer, None if turns is None else float(turns))

@@ -90,6 +90,19 @@ class CrashInfo:
 
 
 @dataclass
+class Skips:
+    """A log's lines that say an optimizer step was skipped: DeepSpeed's `step=N, skipped=K` counter, an fp16 loss
+    scaler's "overflow ... skipping step", a loop's "no valid groups at batch N, skipping"."""
+
+    lines: int = 0  # skip lines (the counter's lines not among them)
+    first_line: int | None = None
+    example: str | None = None
+    counter: tuple[int, int] | None = None  # DeepSpeed's counter at its furthest step: (step, skipped so far)
+    counter_line: int | None = None
+    first_skipped: int | None = None  # the first step whose counter line counts a skipped step
+
+
+@dataclass
 class LogScan:
     """What a streaming pass over one log found; bounded whatever the log's size."""
 
@@ -125,6 +138,11 @@ class LogScan:
     cut_short: int = 0
     cut_short_lines: list[int] = field(default_factory=list)
     cut_short_example: str | None = None
+    skips: Skips = field(default_factory=Skips)
+    # completions the log printed (console/samples.py): step and degenerate kind ("" for none); the first
+    # degenerate ones as text
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    excerpts: list[dict[str, Any]] = field(default_factory=list)
 
     def not_understood(self, lineno: int, text: str) -> None:
         self.unread += 1
@@ -160,6 +178,16 @@ class Unread:
     why: str
 
 
+@dataclass(frozen=True)
+class Resume:
+    """Where the metric rows show the run was resumed (runs/formats/restarts.py)."""
+
+    step: int  # the first step the resumed launch logged
+    before: int  # the furthest step logged before it
+    why: str
+    source: str
+
+
 @dataclass
 class Run:
     root: Path
@@ -178,11 +206,15 @@ class Run:
     # canonical column -> raw key, for the columns no profile names and that were resolved by meaning
     metric_inferred: dict[str, str] = field(default_factory=dict)
     nonfinite: dict[str, tuple[int, int]] = field(default_factory=dict)  # column -> (first step, steps)
+    resumes: list[Resume] = field(default_factory=list)  # where the metric rows show a resume
+    resume_count: int = 0
     validation: Table | None = None  # (`step`, `validation`) from eval rows or val/ keys
     validation_key: str | None = None
     eval_loss: Table | None = None  # (`step`, `eval_loss`) from eval rows (eval_loss, eval/loss, val/loss)
     # per-sample rollout dumps (verl rollout_data_dir, NeMo-RL train_data_step*.jsonl): step, prompt, score
     rollouts: Table | None = None
+    # the first degenerate completions read (analysis/degenerate.py), as text: source, sample, step, kind, text
+    sample_excerpts: list[dict[str, Any]] = field(default_factory=list)
     planned_steps: tuple[int, str] | None = None  # (planned total, where it was read)
     trainer: str | None = None
     newest_mtime: float | None = None  # of the run's files: is it still being written?

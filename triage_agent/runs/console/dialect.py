@@ -89,6 +89,12 @@ class Sink(Protocol):
     def finished(self, why: str, lineno: int, *, weak: bool = False) -> None:
         """The run's end as the log tells it; `weak`: only when nothing else told it."""
 
+    def skipped(self, lineno: int, text: str, counter: tuple[int, int] | None = None) -> None:
+        """A line that says an optimizer step was skipped; `counter`: DeepSpeed's (step, skipped so far)."""
+
+    def sample(self, text: str, lineno: int, step: int | None) -> None:
+        """A completion the log printed, whole (bounded), with the step the log had reached."""
+
     def relaunched(self, lineno: int) -> None:
         """A new launch begins (its banner again, its step counter back) after one that made progress: that
         launch's crash is superseded."""

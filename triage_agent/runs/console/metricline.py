@@ -38,13 +38,20 @@ METRIC_WORDS = re.compile(r"(?<![a-z])(?i:loss|reward|kl\b|kl_|entropy|grad|acc|
 MAX_BLOCK_LINES = 400  # a block ends here whatever follows (bounded line-by-line reading)
 
 
+_IS_PAIR = re.compile(rf"(?<![\w/.])(?P<k>[A-Za-z_][\w/.@-]*)\s+(?:is|was)\s+(?P<v>{_VALUE})(?=[\s,|;)\]}}]|$)")
+_VERB = re.compile(r"\s+(?:is|was|are|equals|now)$", re.I)  # prose: "kl is 0.83", "reward was 0.5"
+
+
 def norm_key(key: str) -> str:
-    """`Avg Reward` -> `avg_reward`; `train/loss` stays."""
-    return re.sub(r"\s+", "_", key.strip().strip("'\"")).lower()
+    """`Avg Reward` -> `avg_reward`; `train/loss` stays; prose's verb goes (`kl is` -> `kl`)."""
+    return re.sub(r"\s+", "_", _VERB.sub("", key.strip().strip("'\""))).lower()
 
 
 def _pairs(text: str) -> list[tuple[str, str]]:
     got = [(m.group("k"), m.group("v")) for m in _SEP_PAIR.finditer(text)]
+    if " is " in text or " was " in text:  # prose without separators: "step 3 kl is 0.83 reward was 0.4"
+        seen = {k for k, _ in got}
+        got += [(m.group("k"), m.group("v")) for m in _IS_PAIR.finditer(text) if m.group("k") not in seen]
     if "|" in text or "," in text:  # `key v` segments between separators (`Epoch 3 | loss=0.1 | ...`)
         for seg in re.split(r"[|,]", text):
             if ":" in seg or "=" in seg:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from triage_agent.runs.console import limits
+from triage_agent.analysis import degenerate
+from triage_agent.runs.console import limits, samples
 from triage_agent.runs.console.crashes import Cascade
 from triage_agent.runs.console.dialect import Dialect, Line
 from triage_agent.runs.model import CrashInfo, LogScan
@@ -109,6 +110,28 @@ class Tally:
         if weak and self.scan.finished is not None:
             return
         self.scan.finished, self.scan.finished_line = why, lineno
+
+    def skipped(self, lineno: int, text: str, counter: tuple[int, int] | None = None) -> None:
+        sk = self.scan.skips
+        if counter is not None:
+            if counter[1] > 0 and sk.first_skipped is None:
+                sk.first_skipped = counter[0]
+            if sk.counter is None or counter[0] >= sk.counter[0]:
+                sk.counter, sk.counter_line = counter, lineno
+            return
+        sk.lines += 1
+        if sk.first_line is None:
+            sk.first_line, sk.example = lineno, text.strip()[:200]
+
+    def sample(self, text: str, lineno: int, step: int | None) -> None:
+        scan = self.scan
+        if len(scan.samples) >= samples.MAX_SAMPLES:
+            return
+        k = degenerate.kind(text)
+        scan.samples.append({"step": step, "degenerate": k or ""})
+        if k and len(scan.excerpts) < samples.MAX_EXCERPTS:
+            scan.excerpts.append({"source": scan.path, "sample": f"line {lineno}", "step": step, "kind": k,
+                                  "text": degenerate.excerpt(text)})
 
     def relaunched(self, lineno: int) -> None:
         if self.position is None:

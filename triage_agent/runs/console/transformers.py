@@ -169,8 +169,12 @@ class Dicts(Dialect):
     def _stride(self, rows: list[dict[str, Any]]) -> tuple[int | None, bool]:
         """(the rows' logging interval, None when the bar steps them; whether the bar's counts step them)."""
         bars = [r.get(_BAR) for r in rows]
-        distinct = all(isinstance(b, int) for b in bars) and all(
-            b2 > b1 for b1, b2 in zip(bars, bars[1:]))  # type: ignore[operator]
+        # the bar steps the rows when each row saw a later count than the one before; a count that goes back is a
+        # relaunch (a buffered log's rows see one count twice, never an earlier one), allowed a few times
+        ints = [b for b in bars if isinstance(b, int)]
+        drops = sum(b2 < b1 for b1, b2 in zip(ints, ints[1:]))
+        distinct = len(ints) == len(bars) and all(b2 != b1 for b1, b2 in zip(ints, ints[1:])) and \
+            drops <= max(2, len(ints) // 50)
         stride = self.logging_steps
         if stride is None and not distinct:
             fits = [int(r[_BAR]) // int(r[_ORD]) for r in rows if r.get(_BAR)]

@@ -7,6 +7,7 @@ Discovery asks each format's `sniff` in this order; loading calls the matching `
 from __future__ import annotations
 
 from triage_agent.runs.formats import (
+    completions,
     console,
     llamafactory,
     rollouts,
@@ -27,6 +28,7 @@ FORMATS: tuple[Format, ...] = (
     wandb.HISTORY,
     trl.FORMAT,
     swift.FORMAT,
+    completions.FORMAT,
     rollouts.FORMAT,
     verl.JSONL,
     llamafactory.FORMAT,

@@ -116,6 +116,8 @@ class FormatRead:
     log: LogScan | None = None
     eval_rows: list[dict[str, Any]] = field(default_factory=list)  # validation rows (eval_* keys)
     samples: list[dict[str, Any]] = field(default_factory=list)  # per-sample rollouts: step, prompt, score
+    # the first degenerate completions of the file (analysis/degenerate.py): source, sample, kind, text (bounded)
+    excerpts: list[dict[str, Any]] = field(default_factory=list)
     planned_steps: int | None = None  # the planned total, when the file says
     config: dict[str, Any] | None = None  # a config the file carries (W&B config, trainer_state args)
     trainer: str | None = None

@@ -20,6 +20,8 @@ import pandas as pd
 from triage_agent.runs import trainers
 from triage_agent.runs.formats.base import Columns
 from triage_agent.runs.formats.base import number as _number
+from triage_agent.runs.formats.restarts import Restart
+from triage_agent.runs.formats.restarts import find as find_restarts
 from triage_agent.runs.frames import frame_of
 from triage_agent.runs.trainers import meaning
 
@@ -91,6 +93,9 @@ class Canonical:
     inferred: dict[str, str] = field(default_factory=dict)
     # canonical series -> the names that tied for it by meaning (none was chosen)
     ties: dict[str, list[str]] = field(default_factory=dict)
+    # where the rows show a resume (formats/restarts.py): the first ones, and how many there were
+    restarts: list[Restart] = field(default_factory=list)
+    restart_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -186,9 +191,13 @@ def _by_meaning(present: dict[str, str], chosen: dict[str, str], naming: Naming
 def _canonical(frame: pd.DataFrame, plan: Plan, nonfinite: dict[str, set[int]], keys: list[str]) -> Canonical:
     present, chosen, parts, inferred, ties = plan
     sources = {c: r for c, r in chosen.items() if c in frame.columns}
-    if "zero_std_share" in frame.columns and "zero_std_share" not in sources:
-        assert parts is not None  # the column is made only from its parts
-        sources["zero_std_share"] = f"{parts[0]} + {parts[1]}" + (f" (times {parts[2]:g})" if parts[2] != 1 else "")
+    if parts is not None:
+        times = f" (times {parts[2]:g})" if parts[2] != 1 else ""
+        if "zero_std_share" in frame.columns and "zero_std_share" not in sources:
+            sources["zero_std_share"] = f"{parts[0]} + {parts[1]}{times}"
+        for col, raw in (("groups_all_fail", parts[0]), ("groups_all_pass", parts[1])):
+            if col in frame.columns:
+                sources[col] = raw + times
     can = Canonical(frame, sources, {c: (min(v), len(v)) for c, v in nonfinite.items()}, keys,
                     inferred={c: r for c, r in inferred.items() if c in frame.columns}, ties=ties)
     can.plan = (present["step"], chosen, parts, nonfinite)
@@ -209,7 +218,24 @@ def canonicalize(rows: list[dict[str, Any]], columns: Naming | Mapping[str, str]
     present, chosen, parts = plan[:3]
     nonfinite: dict[str, set[int]] = {}
     frame = _frame(_fold(rows, present["step"], chosen, parts, nonfinite))
-    return _canonical(frame, plan, nonfinite, list(keys))
+    can = _canonical(frame, plan, nonfinite, list(keys))
+    step_key, trained, epoch = present["step"], _trained_key(chosen), present.get("epoch")
+    can.restarts, can.restart_count = find_restarts(
+        np.array([_finite_or_nan(r.get(step_key)) for r in rows]),
+        np.array([trained is not None and trained in r for r in rows], dtype=bool),
+        None if epoch is None else np.array([_finite_or_nan(r.get(epoch)) for r in rows]))
+    return can
+
+
+def _trained_key(chosen: dict[str, str]) -> str | None:
+    """The raw key of the run's training series (its reward, else its loss): a step logged twice counts as a redone
+    step only when both rows hold it."""
+    return chosen.get("reward") or chosen.get("loss")
+
+
+def _finite_or_nan(v: Any) -> float:
+    x = _number(v)
+    return float(math.trunc(x)) if x is not None and math.isfinite(x) and abs(x) < MAX_STEP else math.nan
 
 
 MAX_STEP = 2**62  # steps beyond this are not steps (the columns hold them as int64)
@@ -275,13 +301,33 @@ def canonicalize_columns(cols: Columns, columns: Naming | Mapping[str, str] | No
             bad = has[rows] & ~np.isfinite(vals[rows])
         if bad.any():
             nonfinite[col] = set(steps[bad].tolist())
-    if "zero_std_share" not in chosen and parts is not None and parts[0] in cols.values and parts[1] in cols.values:
+    if parts is not None and parts[0] in cols.values and parts[1] in cols.values:
         a, b, scale = parts
+        both = cols.present[a] & cols.present[b]
         with np.errstate(invalid="ignore"):  # inf + -inf
-            total = (cols.values[a] + cols.values[b]) * scale
-        put("zero_std_share", cols.present[a] & cols.present[b], total, len(chosen))
+            if "zero_std_share" not in chosen:
+                put("zero_std_share", both, (cols.values[a] + cols.values[b]) * scale, len(chosen))
+            put("groups_all_fail", both, cols.values[a] * scale, len(chosen) + 1)
+            put("groups_all_pass", both, cols.values[b] * scale, len(chosen) + 2)
     frame = frame_of({"step": uniq, **{c: out[c] for c in sorted(out, key=order.__getitem__)}})
-    return _canonical(frame, plan, nonfinite, list(keys))
+    can = _canonical(frame, plan, nonfinite, list(keys))
+    if not distinct:  # steps that only rise hold no resume
+        can.restarts, can.restart_count = _column_restarts(cols, step_key, valid, chosen, present.get("epoch"))
+    elif (epoch := present.get("epoch")) is not None and epoch in cols.values:
+        can.restarts, can.restart_count = _column_restarts(cols, step_key, valid, chosen, epoch)
+    return can
+
+
+def _column_restarts(cols: Columns, step_key: str, valid: np.ndarray, chosen: dict[str, str],
+                     epoch: str | None) -> tuple[list[Restart], int]:
+    steps = np.where(valid, np.trunc(np.nan_to_num(cols.values[step_key], nan=0.0, posinf=0.0, neginf=0.0)),
+                     np.nan)
+    trained = _trained_key(chosen)
+    has = cols.present[trained] if trained is not None and trained in cols.present else np.zeros(cols.n, dtype=bool)
+    epochs = None
+    if epoch is not None and epoch in cols.values:
+        epochs = np.where(cols.present[epoch], cols.values[epoch], np.nan)
+    return find_restarts(steps, has, epochs)
 
 
 def _sorted(a: np.ndarray) -> bool:
@@ -314,10 +360,12 @@ def _fold(rows: list[dict[str, Any]], step_key: str, chosen: dict[str, str], par
             if not math.isfinite(v):
                 nonfinite.setdefault(col, set()).add(s)
             out[col] = v
-        if "zero_std_share" not in chosen and parts is not None and parts[0] in row and parts[1] in row:
+        if parts is not None and parts[0] in row and parts[1] in row:
             a, b = _number(row[parts[0]]), _number(row[parts[1]])
             if a is not None and b is not None:
-                out["zero_std_share"] = float(a + b) * parts[2]
+                if "zero_std_share" not in chosen:
+                    out["zero_std_share"] = float(a + b) * parts[2]
+                out["groups_all_fail"], out["groups_all_pass"] = float(a) * parts[2], float(b) * parts[2]
     return by_step
 
 

@@ -80,7 +80,8 @@ def sniff(path: Path, rel: str) -> bool:
 def _read(path: Path, rel: str) -> FormatRead:
     scan = scan_log(path, rel)
     return FormatRead(rows=scan.metric_rows, log=scan, eval_rows=scan.eval_rows,
-                      planned_steps=scan.planned_steps, trainer=scan.trainer)
+                      planned_steps=scan.planned_steps, trainer=scan.trainer,
+                      samples=list(scan.samples), excerpts=list(scan.excerpts))
 
 
 FORMAT = Format("log", sniff, _read, follow="log")

@@ -23,7 +23,7 @@ SERIES = ("reward", "optimized_reward", "task_score", "reward_std", "zero_std_sh
           "validation", "eval_loss", "component", "pref_accuracy", "pref_margin", "pref_chosen", "pref_rejected",
           "logps_chosen", "logps_rejected", "log_odds_ratio", "rm_accuracy", "rm_chosen", "rm_rejected",
           "rm_margin", "teacher_kl", "num_turns", "tool_failure_share", "staleness", "repetition_share",
-          "skipped_steps", "pass_rate")
+          "skipped_steps", "pass_rate", "groups_all_fail", "groups_all_pass")
 PARADIGMS = ("policy_gradient", "preference", "sft", "reward_model", "distillation")
 
 
@@ -71,8 +71,9 @@ class Profile:
     by_paradigm: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # the `agentic` trait: names that show turns or tool calls
     agentic_names: tuple[str, ...] = ()
-    # the share of groups whose rewards all tie, where the trainer logs it in two parts (all at the floor, all at
-    # the ceiling) whose sum times `zero_std_scale` it is (NeMo-RL logs them as percentages: 0.01)
+    # the share of groups whose rewards all tie, where the trainer logs it in two parts, in this order: all at the
+    # floor (every sample failed), all at the ceiling (every sample passed); their sum times `zero_std_scale` is the
+    # share (NeMo-RL logs them as percentages: 0.01), each part times it is `groups_all_fail` / `groups_all_pass`
     zero_std_parts: tuple[str, str] | None = None
     zero_std_scale: float = 1.0
 

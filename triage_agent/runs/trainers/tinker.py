@@ -106,7 +106,7 @@ PROFILE = Profile(
         "teacher_kl": "distillation", "sdft/*": "distillation",
     },
     # rl/metrics.py: shares of groups whose rewards are all good or all bad (the rest are `frac_mixed`)
-    zero_std_parts=("env/all/by_group/frac_all_good", "env/all/by_group/frac_all_bad"),
+    zero_std_parts=("env/all/by_group/frac_all_bad", "env/all/by_group/frac_all_good"),
     agentic_names=("env/all/turns_per_episode", "env/all/total_turns", "env/all/stop/max_turns",
                    "env/all/stop/max_tool_calls", "env/all/stop/tool_stopped"),
 )

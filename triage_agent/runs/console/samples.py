@@ -1,0 +1,67 @@
+"""Completions a trainer prints among its log lines (findings-v4.md, `generation.degenerate`: "printed samples in a
+log"). verl's reward managers print each sample's parts on lines of their own (verl/workers/reward_manager/naive.py:
+`print("[response]", response_str)` after `[prompt]`, before `[ground_truth]` and `[score]`); Logic-RL's and other
+verl recipes print a `[Model Response]` line and the text under it. A completion's lines are gathered (bounded) and
+judged when its block ends; the lines stay every other reader's."""
+
+from __future__ import annotations
+
+from triage_agent.analysis import degenerate
+from triage_agent.runs.console.dialect import Dialect, Line, Sink
+
+MAX_SAMPLES = 20_000  # judged per log (bounded work); the count says how many were
+MAX_EXCERPTS = 3
+_ENDS = ("[ground_truth]", "[score]", "[prompt]", "[Model Response]", "[response]", "[Final", "[Ground Truth",
+         "==========")
+
+
+class PrintedSamples(Dialect):
+    order = 6
+    name = "printed samples"
+    markers = (b"[response]", b"[Model Response]")
+    literals = (b"[response]", b"[Model Response]", b"[ground_truth]", b"[score]", b"[prompt]")
+    examples = (
+        "[response] The answer is 42.",
+        "[Model Response]",
+    )
+
+    def __init__(self) -> None:
+        self.parts: list[str] | None = None  # the completion being gathered
+        self.size = 0
+        self.lineno = 0
+
+    @property
+    def open(self) -> bool:
+        return self.parts is not None
+
+    def read(self, line: Line, sink: Sink) -> bool:
+        text = line.text
+        if self.parts is not None:
+            if text.lstrip().startswith(_ENDS):
+                self._judge(sink)
+            elif self.size < degenerate.MAX_CHARS:
+                self.parts.append(text)
+                self.size += len(text) + 1
+                return False
+        stripped = text.lstrip()
+        if stripped.startswith("[response]"):
+            self._start(stripped[len("[response]"):].strip(), line.lineno)
+        elif stripped.startswith("[Model Response]"):
+            self._start(stripped[len("[Model Response]"):].strip(), line.lineno)
+        return False  # the lines stay every other reader's
+
+    def _start(self, first: str, lineno: int) -> None:
+        self.parts, self.size, self.lineno = ([first] if first else []), len(first), lineno
+
+    def _judge(self, sink: Sink) -> None:
+        parts, self.parts = self.parts, None
+        if parts is None:
+            return
+        kept = sink.kept()
+        step = int(kept[-1]["step"]) if kept else None
+        sink.sample("\n".join(parts), self.lineno, step)
+
+    def flush(self, sink: Sink) -> None:
+        if self.parts is not None:
+            kept = sink.kept()
+            sink.sample("\n".join(self.parts), self.lineno, int(kept[-1]["step"]) if kept else None)

@@ -1,0 +1,62 @@
+"""Where a run was resumed, read off the order of its metric rows (findings-v4.md, `run.resume_discontinuity`): a
+step counter that goes back (a relaunch appended to the same file re-logs steps it had logged), a training step
+logged twice (a preempted attempt redone), or an epoch counter that goes back while the step goes on (a resume from
+a checkpoint with another data or batch setup).
+
+Rows of one step that are of different kinds (a train row and an eval row, a final summary) are no resume: a step
+logged twice counts only when the run's training series (`trained`: its reward or loss) is in both rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_RESTARTS = 16  # kept per file; the count says how many there were
+# a kind of restart on more than this share of the rows is how the file is written, not a resume: several rows per
+# step (a custom reward-model loop logs every batch at its epoch's step: 3,550 rows "again" in tests/real_runs'
+# custom_rm_rwkv7_pairwise_learning_then_cuda_oom), ranks or workers interleaved
+MAX_SHARE = 0.02
+
+
+@dataclass(frozen=True)
+class Restart:
+    step: int  # the first step the new launch logged
+    before: int  # the furthest step logged before it
+    why: str
+
+
+def find(steps: np.ndarray, trained: np.ndarray, epochs: np.ndarray | None) -> tuple[list[Restart], int]:
+    """Restarts in rows given in file order: `steps` as floats (NaN where a row has none), `trained` whether the
+    row holds a training series, `epochs` the rows' epoch counter (NaN where none). Returns (the first
+    MAX_RESTARTS, how many)."""
+    valid = np.flatnonzero(np.isfinite(steps))
+    if len(valid) < 2:
+        return [], 0
+    s = steps[valid]
+    cur, prev = s[1:], s[:-1]
+    furthest = np.maximum.accumulate(s)[:-1]
+    back = cur < prev
+    tr = trained[valid]
+    again = (cur == prev) & tr[1:] & tr[:-1]
+    epoch_back = np.zeros(len(cur), dtype=bool)
+    if epochs is not None:
+        e = epochs[valid]
+        with np.errstate(invalid="ignore"):
+            epoch_back = (e[1:] < e[:-1] - 1e-6) & (cur >= prev) & ~back
+    limit = max(2, MAX_SHARE * len(s))
+    back, again, epoch_back = (k if k.sum() <= limit else np.zeros_like(k) for k in (back, again, epoch_back))
+    hits = np.flatnonzero(back | again | epoch_back)
+    out = []
+    for i in hits[:MAX_RESTARTS]:
+        step, before = int(cur[i]), int(furthest[i])
+        if back[i]:
+            why = f"the step counter went back from {int(prev[i])} to {step}"
+        elif again[i]:
+            why = f"step {step} was logged again"
+        else:
+            assert epochs is not None
+            e = epochs[valid]
+            why = f"the epoch counter went back from {e[i]:.4g} to {e[i + 1]:.4g} at step {step}"
+        out.append(Restart(step, before, why))
+    return out, len(hits)
