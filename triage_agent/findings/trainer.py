@@ -53,7 +53,7 @@ def _p95_p5(values: np.ndarray) -> float:
 
 # -- reward ---------------------------------------------------------------------------------------
 @rule("reward.flat", FAMILY, ("flat_min_steps", "flat_rho_max", "flat_gain_share", "flat_discrete_levels",
-                              "flat_rise_z", *HEAD_TAIL),
+                              "flat_rise_z", "flat_validation_rho", "flat_validation_points", *HEAD_TAIL),
       cause="The reward does not move: the policy is not learning (learning rate, advantages or reward signal).",
       fix="check that the reward functions vary across a group (reward_std > 0) and that the learning rate is not "
           "zero; try a higher learning rate or easier prompts",
@@ -72,19 +72,46 @@ def reward_flat(facts: Facts, rules: Rules) -> Finding | None:
     if levels <= rules["flat_discrete_levels"]:
         # a few discrete levels (binary, a format reward's 0/0.125/0.25): is the tail's mean above the head's beyond
         # what the levels' own scatter explains?
+        # ... and (issue 36) the rise must be a trend, not a step between two plateaus: Spearman's rho over every
+        # step, with its ties, significant by the same one-sided bar (a 0.376 -> 0.404 three-valued reward with rho
+        # 0.06 over its steps is flat)
         k = _window(s.n, rules)
         z = trends.rise_z(s.values[:k], s.values[-k:])
-        if z is not None and z >= rules["flat_rise_z"]:
+        if z is not None and z >= rules["flat_rise_z"] and _rho_t(rho, s.n) >= rules["flat_rise_z"]:
             return None
     elif rho is not None and not tail - head < rules["flat_gain_share"] * spread:
         return None
     what = "flat" if tail >= head or spread == 0 or head - tail < rules["flat_gain_share"] * spread else "not rising"
     levels_note = f"{levels} distinct value{'s' if levels != 1 else ''}; " if levels <= rules["flat_discrete_levels"] else ""
-    return Finding("reward.flat", "medium",
+    val = _validation_rises(facts, rules)
+    sev: Severity = "info" if val is not None else "medium"
+    also = "" if val is None else f"; the validation score rises (rho {val[0]:+.2f}, {val[1]:.3g} → {val[2]:.3g})"
+    return Finding("reward.flat", sev,
                    f"The reward is {what} over {s.n} steps ({head:.3g} → {tail:.3g}, head/tail means; {levels_note}rho "
-                   f"{0.0 if rho is None else rho:+.2f})",
+                   f"{0.0 if rho is None else rho:+.2f}){also}",
                    _ev(facts, s, rho_step=rnd(rho), p95_p5=rnd(spread, 4), distinct_values=levels,
-                       rise_z=rnd(z), start_step=int(s.steps[0])))
+                       rise_z=rnd(z), validation_rho=rnd(val[0]) if val else None, start_step=int(s.steps[0])))
+
+
+def _rho_t(rho: float | None, n: int) -> float:
+    """Spearman's rho as a t statistic over n points (its significance: one-sided 5% at 1.645 for large n)."""
+    if rho is None or n < 3:
+        return 0.0
+    if abs(rho) >= 1:
+        return float("inf") if rho > 0 else float("-inf")
+    return rho * float(np.sqrt((n - 2) / (1 - rho * rho)))
+
+
+def _validation_rises(facts: Facts, rules: Rules) -> tuple[float, float, float] | None:
+    """(rho, first, last) of the validation score when it rises over the run (issue 36: a flat training reward
+    beside a rising validation score is a policy that learns what it is tested on, not a dead run)."""
+    v = facts.series("validation")
+    if v is None or v.n < rules["flat_validation_points"]:
+        return None
+    rho = spearman(v.steps, v.values)
+    if rho is None or not ge(rho, rules["flat_validation_rho"]) or not v.values[-1] > v.values[0]:
+        return None
+    return rho, float(v.values[0]), float(v.values[-1])
 
 
 def _baseline(s: trends.Series, head: float, rules: Rules, ratio: float, falling: bool) -> tuple[float, str]:
@@ -190,30 +217,6 @@ def kl_explosion(facts: Facts, rules: Rules) -> Finding | None:
                    f"from step {start}",
                    _ev(facts, s, max_rolling_mean=rnd(peak, 4), window=int(rules["kl_window"]), judged_against=against,
                        start_mean=rnd(base, 4), start_step=start))
-
-
-@rule("policy.train_inference_mismatch", FAMILY, ("prob_error_max", "is_ratio_lo", "is_ratio_hi", *HEAD_TAIL),
-      cause="The probabilities the trainer computes differ from those the inference engine sampled with, so the "
-            "update is off-policy in a way the loss does not correct.",
-      fix="match the inference engine's precision and kernels to the trainer's (dtype, attention backend), or turn "
-          "on importance-sampling correction (TRL vllm_importance_sampling_correction, verl rollout IS)", paradigms=POLICY)
-def train_inference_mismatch(facts: Facts, rules: Rules) -> Finding | None:
-    s = facts.enough("is_ratio")
-    if s is None or s.raw is None:
-        return None
-    _, tail = facts.head_tail(s)
-    if s.raw.endswith("token_mult_prob_error"):
-        if not gt(tail, rules["prob_error_max"]):
-            return None
-        title = f"NeMo token_mult_prob_error averages {tail:.3g} over the tail (above {rules['prob_error_max']})"
-    elif s.raw.endswith("importance_sampling_ratio/mean"):
-        if rules["is_ratio_lo"] <= tail <= rules["is_ratio_hi"]:
-            return None
-        title = (f"The importance-sampling ratio averages {tail:.3g} over the tail (outside "
-                 f"{rules['is_ratio_lo']}-{rules['is_ratio_hi']})")
-    else:
-        return None  # verl's difference and OpenRLHF's vllm_kl have no threshold in the spec
-    return Finding("policy.train_inference_mismatch", "medium", title, _ev(facts, s))
 
 
 # -- optimisation ---------------------------------------------------------------------------------

@@ -1,0 +1,64 @@
+"""`run.resume_discontinuity` (findings-v4.md): at a resume the reward, loss or length moves by more than 5x its
+step-to-step noise within 5 steps. Where the rows show a resume (runs/formats/restarts.py: a step counter that goes
+back, a step logged again, an epoch counter that goes back) and nothing jumps, the resume is an info note: the
+findings describe two launches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from triage_agent.analysis import trends
+from triage_agent.analysis.stats import rnd
+from triage_agent.findings.facts import Facts
+from triage_agent.findings.model import Finding
+from triage_agent.findings.registry import rule
+from triage_agent.findings.rules import Rules, gt
+from triage_agent.runs.model import Resume
+
+FAMILY = "trainer"
+JUDGED = ("reward", "loss", "length")
+
+
+def _jump(facts: Facts, r: Resume, rules: Rules) -> dict[str, Any] | None:
+    """The largest move of a judged series across the resume, in units of its noise, when above the bar."""
+    w = int(rules["resume_window"])
+    worst: dict[str, Any] | None = None
+    for name in JUDGED:
+        s = facts.series(name)
+        if s is None or s.n < 2 * w:
+            continue
+        before, after = s.values[s.steps < r.step][-w:], s.values[s.steps >= r.step][:w]
+        noise = trends.noise(s.values)
+        if len(before) < 2 or len(after) < 2 or noise <= 0:
+            continue
+        move = float(after.mean() - before.mean())
+        k = abs(move) / noise
+        if gt(k, rules["resume_noise_k"]) and (worst is None or k > worst["noise_multiple"]):
+            worst = {"series": name, "logged_as": s.raw, "before_mean": rnd(float(before.mean()), 4),
+                     "after_mean": rnd(float(after.mean()), 4), "move": rnd(move, 4), "noise": rnd(noise, 4),
+                     "noise_multiple": rnd(k, 3)}
+    return worst
+
+
+@rule("run.resume_discontinuity", FAMILY, ("resume_noise_k", "resume_window"),
+      cause="The run was resumed and its metrics jumped at the resume: the resumed launch is not the run that "
+            "stopped (another checkpoint, optimizer or scheduler state lost, a different data order or config).",
+      fix="check what the resume loaded: the checkpoint's step, the optimizer and LR-scheduler state, the data "
+          "loader's position and the config; resume with the same settings the first launch had")
+def resume_discontinuity(facts: Facts, rules: Rules) -> list[Finding]:
+    run = facts.run
+    out = []
+    for r in run.resumes[:8]:
+        jump = _jump(facts, r, rules)
+        base = {"resume_step": r.step, "furthest_before": r.before, "why": r.why, "resumes": run.resume_count,
+                "start_step": r.step, "source": r.source}
+        if jump is not None:
+            out.append(Finding("run.resume_discontinuity", "medium",
+                               f"At the resume at step {r.step} ({r.why}) {jump['series']} moved "
+                               f"{jump['before_mean']:.4g} → {jump['after_mean']:.4g}, "
+                               f"{jump['noise_multiple']:.1f}x its step-to-step noise", {**base, **jump}))
+        elif not any(f.severity == "info" for f in out):  # one note for the resumes that moved nothing
+            out.append(Finding("run.resume_discontinuity", "info",
+                               f"The run was resumed at step {r.step} ({r.why}); the reward, loss and length carry "
+                               "on within their noise", base))
+    return out

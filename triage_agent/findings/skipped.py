@@ -1,0 +1,101 @@
+"""`optim.steps_skipped` (findings-v4.md): optimizer steps that did not update the weights. Three ways a run shows it:
+
+- DeepSpeed's cumulative `step=N, skipped=K` counter (fp16 overflow): K of N steps skipped;
+- lines that say so ("OVERFLOW! ... Skipping step", "No valid trajectory groups at batch 14, skipping"), counted
+  against the steps the run logged;
+- steps that log a reward but none of the series an update writes (loss, gradient norm, entropy, KL, clip share),
+  in a run that logged them at the reward's own cadence before (a filter that left nothing to train on: the
+  zero-KL DAPO runs in tests/real_runs log `policy/loss` on steps 0-4 only, then reward 0 and no update to step 24).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from triage_agent.analysis.stats import rnd
+from triage_agent.findings.facts import Facts
+from triage_agent.findings.model import Finding, Severity
+from triage_agent.findings.registry import rule
+from triage_agent.findings.rules import Rules, ge
+
+FAMILY = "trainer"
+UPDATE_SERIES = ("loss", "grad_norm", "entropy", "kl", "update_kl", "ratio_clip_share")
+MIN_CONSECUTIVE = 3  # logged steps in a row that held an update: the update series is logged at the reward's cadence
+
+
+def _counter(facts: Facts) -> tuple[int, int, dict[str, Any]] | None:
+    """DeepSpeed's counter at its furthest step, over the run's logs: (skipped, steps, evidence)."""
+    best = max((s for s in facts.run.logs if s.skips.counter is not None), default=None,
+               key=lambda s: s.skips.counter[0] if s.skips.counter else 0)
+    if best is None or best.skips.counter is None:
+        return None
+    step, skipped = best.skips.counter
+    return skipped, step, {"how": "DeepSpeed's step=N, skipped=K counter", "line": best.skips.counter_line,
+                           "start_step": best.skips.first_skipped, "source": best.path}
+
+
+def _lines(facts: Facts, rules: Rules) -> tuple[int, int, dict[str, Any]] | None:
+    scans = [s for s in facts.run.logs if s.skips.lines]
+    if not scans:
+        return None
+    lines = sum(s.skips.lines for s in scans)
+    steps = max([facts.last_step + 1 if facts.last_step is not None else 0,
+                 *((s.last_step or 0) + 1 for s in facts.run.logs)])
+    first = scans[0]
+    return min(lines, steps), steps, {"how": "lines that say a step was skipped", "line": first.skips.first_line,
+                                      "example": first.skips.example, "source": first.path}
+
+
+def _no_update(facts: Facts, rules: Rules) -> tuple[int, int, dict[str, Any]] | None:
+    reward, m = facts.series("reward"), facts.run.metrics
+    present = [c for c in UPDATE_SERIES if m is not None and c in m.frame.columns]
+    if reward is None or m is None or not present or len(m.frame) < rules["min_series_steps"]:
+        return None
+    steps = facts.column("step")
+    has_reward = np.isfinite(facts.column("reward"))
+    updated = np.zeros(len(steps), dtype=bool)
+    for c in present:
+        updated |= np.isfinite(facts.column(c))
+    rows = np.flatnonzero(has_reward)
+    if not updated[rows].any() or _longest_run(updated[rows]) < MIN_CONSECUTIVE:
+        return None
+    after = rows[rows >= np.flatnonzero(updated)[0]]
+    skipped = after[~updated[after]]
+    return len(skipped), len(after), {
+        "how": f"steps that log a reward but none of {', '.join(present)}", "first_skipped_step":
+        int(steps[skipped[0]]) if len(skipped) else None, "start_step": int(steps[skipped[0]]) if len(skipped) else None,
+        "source": m.source}
+
+
+def _longest_run(mask: np.ndarray) -> int:
+    best = cur = 0
+    for v in mask.tolist():
+        cur = cur + 1 if v else 0
+        best = max(best, cur)
+    return best
+
+
+@rule("optim.steps_skipped", FAMILY, ("skipped_share", "skipped_all_share", "min_series_steps"),
+      cause="Optimizer steps were skipped, so the weights rarely (or never) changed: an fp16 loss scale that "
+            "overflows on every step, or a filter that leaves no group to train on.",
+      fix="fp16 overflow: train in bf16, or lower the learning rate and check for inf in the loss; nothing to train "
+          "on: make the prompts' difficulty match the policy (groups that tie are dropped) or raise num_generations")
+def steps_skipped(facts: Facts, rules: Rules) -> Finding | None:
+    for how in (_counter(facts), _lines(facts, rules), _no_update(facts, rules)):
+        if how is None:
+            continue
+        skipped, steps, ev = how
+        if steps < rules["min_series_steps"] or steps <= 0:
+            continue
+        share = skipped / steps
+        if not ge(share, rules["skipped_share"]):
+            continue
+        every = ge(share, rules["skipped_all_share"])
+        sev: Severity = "high" if every else "medium"
+        title = (f"Every optimizer step was skipped ({skipped} of {steps})" if every else
+                 f"{skipped} of {steps} optimizer steps were skipped ({share:.0%})")
+        return Finding("optim.steps_skipped", sev, f"{title}: {ev['how']}",
+                       {"skipped": skipped, "steps": steps, "share": rnd(share, 3), **ev})
+    return None
