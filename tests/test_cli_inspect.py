@@ -31,6 +31,20 @@ PLANTED = {
     "swift_dpo_healthy": set(),
     "trl_sft_overfit": {"train.overfitting"},
     "trl_grpo_task_dead": {"reward.task_signal_dead"},
+    # findings-v4.md: each new id on its sample, a healthy near-miss beside it
+    "verl_entropy_blowup": {"policy.entropy_blowup", "generation.degenerate"},
+    "verl_entropy_rise": set(),
+    "verl_async_drift": {"policy.off_policy_stale", "policy.train_inference_mismatch"},
+    "verl_async_steady": set(),
+    "nemo_groups_too_hard": {"reward.groups_too_hard", "reward.zero_variance_groups"},
+    "nemo_groups_too_easy": {"reward.groups_too_easy", "reward.zero_variance_groups"},
+    "nemo_groups_mixed": set(),
+    "nemo_agent_collapse": {"agent.tool_failures", "agent.turns_collapsed"},
+    "nemo_agent_healthy": set(),
+    "deepspeed_rm_steps_skipped": {"optim.steps_skipped"},
+    "deepspeed_rm_fp16_warmup": set(),
+    "trl_resume_jump": {"run.resume_discontinuity"},
+    "trl_resume_clean": set(),
 }
 
 

@@ -516,6 +516,237 @@ def trl_grpo_task_dead(run: Path) -> None:
     synth.write(run / "checkpoint-120", "trl_state", synth.grpo_task_dead(120, 36))
 
 
+VERL_ASYNC_CONFIG = """actor_rollout_ref:
+  actor:
+    optim:
+      lr: 1.0e-06
+  rollout:
+    n: 8
+async_training:
+  staleness_threshold: 2
+trainer:
+  total_training_steps: 120
+"""
+_WORDS = ("the", "sum", "of", "both", "sides", "gives", "x", "so", "we", "divide", "by", "two", "and", "check",
+          "that", "answer", "holds", "for", "each", "case", "then", "simplify", "term", "equation", "value")
+
+
+def _completion(rng: np.random.Generator, kind: str) -> str:
+    """A sample completion: varied prose, or a degenerate one (a loop, one symbol, no letters)."""
+    if kind == "loop":
+        return "Let me check the answer again. " * int(rng.integers(20, 40))
+    if kind == "symbol":
+        return "The answer is " + "!" * int(rng.integers(60, 200))
+    words = rng.choice(_WORDS, size=int(rng.integers(30, 80)))
+    return " ".join(words) + f". The answer is {int(rng.integers(0, 100))}."
+
+
+def _rollouts(run: Path, steps: np.ndarray, degenerate_share: np.ndarray, seed: int, per_step: int = 16,
+              every: int = 5) -> None:
+    """verl's rollout dumps (trainer.rollout_data_dir: `<step>.jsonl` of input, output, score, step), every
+    `every` steps, `degenerate_share` of each step's samples degenerate."""
+    rng = np.random.default_rng(seed)
+    for i, step in enumerate(steps):
+        if int(step) % every:
+            continue
+        lines = []
+        for j in range(per_step):
+            bad = rng.random() < degenerate_share[i]
+            kind = ("loop" if j % 2 else "symbol") if bad else "prose"
+            text = _completion(rng, kind)
+            lines.append(json.dumps({"input": f"Question {j % 4}: solve for x.", "output": text,
+                                     "score": 0.0 if bad else float(rng.random() < 0.6), "step": int(step)}))
+        write_text(run / "rollout_data" / f"{int(step)}.jsonl", "\n".join(lines) + "\n")
+
+
+@sample("verl_entropy_blowup", """# verl_entropy_blowup
+
+A verl GRPO run whose policy drifts into noise: entropy holds at ~0.45 for 60% of the run, then climbs to ~2.4,
+and the rollout dumps (`rollout_data/<step>.jsonl`, verl's `trainer.rollout_data_dir`) fill with loops
+("Let me check the answer again." over and over) and "!!!!" completions: none at first, ~70% by the end.
+
+Planted findings: `policy.entropy_blowup` (high), which explains `generation.degenerate` (high).
+""")
+def verl_entropy_blowup(run: Path) -> None:
+    write_text(run / "config.yaml", "actor_rollout_ref:\n  actor:\n    entropy_coeff: 0.01\n    optim:\n"
+                                    "      lr: 3.0e-06\ntrainer:\n  total_training_steps: 120\n")
+    s = synth.entropy_blowup(120, 41)
+    synth.write(run, "verl_console", s)
+    t = np.linspace(0, 1, 120)
+    _rollouts(run, s.steps, 0.7 * np.clip((t - 0.6) / 0.4, 0, 1), 41)
+
+
+@sample("verl_entropy_rise", """# verl_entropy_rise
+
+A healthy near-miss of `verl_entropy_blowup`: entropy doubles late in the run (0.45 -> 0.9, below the 3x bar) and
+about one rollout in eight of the tail is degenerate (below the 20% bar).
+
+Planted findings: none of severity medium or high.
+""")
+def verl_entropy_rise(run: Path) -> None:
+    write_text(run / "config.yaml", "trainer:\n  total_training_steps: 120\n")
+    s = synth.entropy_blowup(120, 42, to=0.9)
+    synth.write(run, "verl_console", s)
+    _rollouts(run, s.steps, np.full(120, 0.12), 42)
+
+
+@sample("verl_async_drift", """# verl_async_drift
+
+An asynchronous verl GRPO run (`metrics.jsonl`) falling behind: trajectory staleness fills to ~1 step, then climbs
+to ~4 in the second half (the config allows 2), while the sampler-vs-trainer KL (`rollout_corr/kl`) grows from 0.002
+to ~0.03.
+
+Planted findings: `policy.off_policy_stale` (medium), `policy.train_inference_mismatch` (high: above its 0.01 bar and
+grown more than 3x).
+""")
+def verl_async_drift(run: Path) -> None:
+    write_text(run / "config.yaml", VERL_ASYNC_CONFIG)
+    synth.write(run, "verl_jsonl", synth.async_drift(120, 43))
+
+
+@sample("verl_async_steady", """# verl_async_steady
+
+A healthy near-miss of `verl_async_drift`: staleness fills to ~1 step and stays there (the config allows 2), the
+sampler-vs-trainer KL stays near 0.002.
+
+Planted findings: none of severity medium or high.
+""")
+def verl_async_steady(run: Path) -> None:
+    write_text(run / "config.yaml", VERL_ASYNC_CONFIG)
+    synth.write(run, "verl_jsonl", synth.async_drift(120, 44, drift=False))
+
+
+@sample("nemo_groups_too_hard", """# nemo_groups_too_hard
+
+A NeMo-RL GRPO run (TensorBoard) on prompts too hard for its policy: `baseline_reward/pct_0` (the share of samples
+whose group all failed) climbs from 28% to 70%, `pct_1` stays near 3%.
+
+Planted findings: `reward.groups_too_hard` (medium), which explains `reward.zero_variance_groups` (medium).
+""")
+def nemo_groups_too_hard(run: Path) -> None:
+    synth.write(run, "tensorboard", synth.tied_groups(120, 45, fail=0.7, passed=0.03))
+
+
+@sample("nemo_groups_too_easy", """# nemo_groups_too_easy
+
+A NeMo-RL GRPO run (TensorBoard) on prompts its policy already solves: `baseline_reward/pct_1` (groups that all
+passed) climbs from 26% to 65%, `pct_0` stays near 4%.
+
+Planted findings: `reward.groups_too_easy` (medium), which explains `reward.zero_variance_groups` (medium).
+""")
+def nemo_groups_too_easy(run: Path) -> None:
+    synth.write(run, "tensorboard", synth.tied_groups(120, 46, fail=0.04, passed=0.65))
+
+
+@sample("nemo_groups_mixed", """# nemo_groups_mixed
+
+A healthy near-miss of the two above: 32% of groups all fail and 12% all pass by the end (44% tie, below half).
+
+Planted findings: none of severity medium or high.
+""")
+def nemo_groups_mixed(run: Path) -> None:
+    synth.write(run, "tensorboard", synth.tied_groups(120, 47, fail=0.32, passed=0.12))
+
+
+@sample("nemo_agent_collapse", """# nemo_agent_collapse
+
+A NeMo-RL multi-turn tool-use run (TensorBoard): invalid tool calls rise from 4% to 45%, and turns per sample fall
+from 3.5 to about one: the policy stops using its tools.
+
+Planted findings: `agent.tool_failures` (medium), which explains `agent.turns_collapsed` (medium).
+""")
+def nemo_agent_collapse(run: Path) -> None:
+    synth.write(run, "tensorboard", synth.agent_turns(120, 48))
+
+
+@sample("nemo_agent_healthy", """# nemo_agent_healthy
+
+A healthy near-miss of `nemo_agent_collapse`: turns per sample drift from 3.5 to 3.0 and invalid tool calls from 4%
+to 8%.
+
+Planted findings: none of severity medium or high.
+""")
+def nemo_agent_healthy(run: Path) -> None:
+    synth.write(run, "tensorboard", synth.agent_turns(120, 49, collapse=False))
+
+
+def _deepspeed_rm_log(steps: int, skipped: Callable[[int], int], seed: int) -> str:
+    """A DeepSpeed reward-model training log: a metric line per 10 steps and DeepSpeed's `log_dist` counter."""
+    rng = np.random.default_rng(seed)
+    out = ["[2026-03-01 10:00:00,000] [INFO] [config.py:1000:print] DeepSpeedEngine configuration:\n",
+           "[2026-03-01 10:00:00,001] [INFO] [config.py:1004:print]   fp16_enabled ................. True\n"]
+    learn = skipped(steps) < steps // 2
+    for step in range(10, steps + 1, 10):
+        t = step / steps
+        acc = (0.5 + 0.3 * (1 - np.exp(-4 * t)) if learn else 0.5) + rng.normal(0, 0.02)
+        loss = (0.693 - 0.3 * (1 - np.exp(-4 * t)) if learn else 0.6931) + rng.normal(0, 0.003)
+        out.append(f"step {step} | loss {loss:.4f} | accuracy {acc:.4f} | chosen_score {0.1 + t:.4f} | "
+                   f"rejected_score {0.1 - t if learn else 0.1:.4f}\n")
+        out.append(f"[2026-03-01 10:{step // 60 % 60:02d}:{step % 60:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] "
+                   f"step={step}, skipped={skipped(step)}, lr=[9.9e-06, 9.9e-06], mom=[(0.9, 0.95), (0.9, 0.95)]\n")
+    return "".join(out)
+
+
+@sample("deepspeed_rm_steps_skipped", """# deepspeed_rm_steps_skipped
+
+A DeepSpeed reward-model run in fp16 whose loss scale overflows on every step: DeepSpeed's own counter says
+`step=N, skipped=N` to the end (400 of 400 steps), so the weights never change; the loss sits at ln 2 and the pair
+accuracy at 0.5 for the whole run.
+
+Planted findings: `optim.steps_skipped` (high).
+""")
+def deepspeed_rm_steps_skipped(run: Path) -> None:
+    write_text(run / "train.log", _deepspeed_rm_log(400, lambda step: step, 50))
+
+
+@sample("deepspeed_rm_fp16_warmup", """# deepspeed_rm_fp16_warmup
+
+A healthy near-miss of `deepspeed_rm_steps_skipped`: the fp16 loss scaler skips 3 steps while it finds its scale and
+none after (3 of 400), and the reward model learns.
+
+Planted findings: none of severity medium or high.
+""")
+def deepspeed_rm_fp16_warmup(run: Path) -> None:
+    write_text(run / "train.log", _deepspeed_rm_log(400, lambda step: min(step, 3), 51))
+
+
+def _resumed(s: synth.Series, at: int, drop: float) -> tuple[synth.Series, synth.Series]:
+    """The first launch to step `at` + 20 and the second from `at` (its reward `drop` lower at first, recovering)."""
+    first = synth.truncate(s, at + 20)
+    keep = s.steps > at
+    later = synth.Series(s.steps[keep], {k: v[keep].copy() for k, v in s.values.items()},
+                         {k: v[keep].copy() for k, v in s.components.items()}, planned=s.planned)
+    later.values["reward"] = later.values["reward"] - drop * np.exp(-(later.steps - at) / 15)
+    return first, later
+
+
+@sample("trl_resume_jump", """# trl_resume_jump
+
+A TRL GRPO run launched twice into one console log (`train.log`): the first launch reached step 120, the second
+resumed from the checkpoint of step 100 and re-logged steps 101-200, its reward 0.8 lower right after the resume (the
+optimizer state was not restored) and climbing back over ~40 steps.
+
+Planted findings: `run.resume_discontinuity` (medium).
+""")
+def trl_resume_jump(run: Path) -> None:
+    write_text(run / "grpo_config.yaml", TRL_CONFIG.format(temperature=1.0))
+    first, later = _resumed(synth.healthy(200, 52), 100, 0.8)
+    write_text(run / "train.log", synth.trl_console(first, 200) + synth.trl_console(later, 200))
+
+
+@sample("trl_resume_clean", """# trl_resume_clean
+
+A healthy near-miss of `trl_resume_jump`: the same two launches, and the resumed one carries on where the checkpoint
+left off (an info note says the run was resumed).
+
+Planted findings: none of severity medium or high.
+""")
+def trl_resume_clean(run: Path) -> None:
+    write_text(run / "grpo_config.yaml", TRL_CONFIG.format(temperature=1.0))
+    first, later = _resumed(synth.healthy(200, 53), 100, 0.0)
+    write_text(run / "train.log", synth.trl_console(first, 200) + synth.trl_console(later, 200))
+
+
 # The finding ids (medium or high) each sample run plants, as its README says.
 PLANTED: dict[str, set[str]] = {  # a planted run and a healthy one first: `triage eval --runs 2` tries both
     "few_rollouts": {"rollouts.too_few"},
@@ -537,6 +768,19 @@ PLANTED: dict[str, set[str]] = {  # a planted run and a healthy one first: `tria
     "swift_dpo_healthy": set(),
     "trl_sft_overfit": {"train.overfitting"},
     "trl_grpo_task_dead": {"reward.task_signal_dead"},
+    "verl_entropy_blowup": {"policy.entropy_blowup", "generation.degenerate"},
+    "verl_entropy_rise": set(),
+    "verl_async_drift": {"policy.off_policy_stale", "policy.train_inference_mismatch"},
+    "verl_async_steady": set(),
+    "nemo_groups_too_hard": {"reward.groups_too_hard", "reward.zero_variance_groups"},
+    "nemo_groups_too_easy": {"reward.groups_too_easy", "reward.zero_variance_groups"},
+    "nemo_groups_mixed": set(),
+    "nemo_agent_collapse": {"agent.tool_failures", "agent.turns_collapsed"},
+    "nemo_agent_healthy": set(),
+    "deepspeed_rm_steps_skipped": {"optim.steps_skipped"},
+    "deepspeed_rm_fp16_warmup": set(),
+    "trl_resume_jump": {"run.resume_discontinuity"},
+    "trl_resume_clean": set(),
 }
 
 

@@ -31,8 +31,13 @@ NAMES: dict[str, dict[str, str]] = {
               "length": "completions/mean_length", "clipped_share": "completions/clipped_ratio",
               "lr": "learning_rate"},
     "nemo": {"reward": "reward", "entropy": "approx_entropy", "kl": "kl_penalty", "grad_norm": "grad_norm",
-             "loss": "loss", "length": "mean_gen_tokens_per_sample", "clipped_share": "truncation_rate", "lr": "lr"},
+             "loss": "loss", "length": "mean_gen_tokens_per_sample", "clipped_share": "truncation_rate", "lr": "lr",
+             "groups_all_fail": "baseline_reward/pct_0", "groups_all_pass": "baseline_reward/pct_1",
+             "num_turns": "avg_turns_per_sample", "tool_failure_share": "invalid_tool_call_rate"},
 }
+NAMES["verl"] |= {"is_ratio": "rollout_corr/kl", "staleness": "training/off_policy/trajectory_staleness/mean"}
+# a trainer that logs a series in other units: NeMo-RL's baseline_reward/pct_* are percentages (grpo.py: 100 * mean)
+SCALE: dict[str, dict[str, float]] = {"nemo": {"groups_all_fail": 100.0, "groups_all_pass": 100.0}}
 # preference (DPO) pair statistics and SFT token accuracy: TRL DPOTrainer / SFTTrainer and ms-swift log these names
 PAIR_NAMES = {"pref_accuracy": "rewards/accuracies", "pref_margin": "rewards/margins", "pref_chosen": "rewards/chosen",
               "pref_rejected": "rewards/rejected", "logps_chosen": "logps/chosen", "logps_rejected": "logps/rejected",
@@ -62,8 +67,8 @@ class Series:
     eval_loss: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def row(self, i: int, trainer: str) -> dict[str, float]:
-        names = NAMES[trainer]
-        out = {names[k]: float(v[i]) for k, v in self.values.items() if k in names}
+        names, scale = NAMES[trainer], SCALE.get(trainer, {})
+        out = {names[k]: float(v[i]) * scale.get(k, 1.0) for k, v in self.values.items() if k in names}
         pattern = COMPONENT.get(trainer)
         if pattern:
             out |= {pattern.format(k): float(v[i]) for k, v in self.components.items()}
@@ -130,6 +135,44 @@ def grpo_task_dead(n: int = 120, seed: int = 6) -> Series:
     fmt = np.clip(0.2 + 0.7 * (1 - np.exp(-4 * t)) + rng.normal(0, 0.03, n), 0, 1)
     s.components = {"accuracy_reward": np.zeros(n), "format_reward": fmt}
     s.values["reward"] = fmt
+    return s
+
+
+def entropy_blowup(n: int = 120, seed: int = 7, to: float = 2.4) -> Series:
+    """Entropy flat at ~0.45 for 60% of the run, then climbing to `to` (2.4: the policy drifts into noise; 0.9: a
+    healthy near-miss that doubles, below the 3x bar)."""
+    s, t, rng = _variant(n, seed)
+    s.values["entropy"] = 0.45 + (to - 0.45) * np.clip((t - 0.6) / 0.4, 0, 1) ** 1.5 + rng.normal(0, 0.01, n)
+    return s
+
+
+def async_drift(n: int = 120, seed: int = 8, drift: bool = True) -> Series:
+    """An async GRPO run: trajectory staleness fills to ~1 step, then (drift) climbs to ~4 while the sampler-vs-
+    trainer KL grows from 0.002 to ~0.03; steady (not drift): staleness stays near 1, the KL near 0.002."""
+    s, t, rng = _variant(n, seed)
+    late = np.clip((t - 0.5) / 0.5, 0, 1)
+    s.values["staleness"] = np.minimum(1.0, 5 * t) + (3.0 * late if drift else 0.0) + np.abs(rng.normal(0, 0.05, n))
+    s.values["is_ratio"] = 0.002 + (0.03 * late ** 2 if drift else 0.0) + np.abs(rng.normal(0, 0.0003, n))
+    return s
+
+
+def tied_groups(n: int = 120, seed: int = 9, fail: float = 0.7, passed: float = 0.03) -> Series:
+    """Tied-group shares split by where they tie: `fail` of the groups all fail (at the floor) and `passed` all pass,
+    by the run's end (from a third of that at the start)."""
+    s, t, rng = _variant(n, seed)
+    s.values["groups_all_fail"] = np.clip(fail * (0.4 + 0.6 * t) + rng.normal(0, 0.01, n), 0, 1)
+    s.values["groups_all_pass"] = np.clip(passed * (0.4 + 0.6 * t) + rng.normal(0, 0.005, n), 0, 1)
+    s.values.pop("zero_std_share", None)
+    return s
+
+
+def agent_turns(n: int = 120, seed: int = 10, collapse: bool = True) -> Series:
+    """A multi-turn tool-use run: turns per episode 3.5 -> 1.05 and invalid tool calls 4% -> 45% (collapse), or
+    3.5 -> 3.0 and 4% -> 8% (a healthy near-miss)."""
+    s, t, rng = _variant(n, seed)
+    s.values["num_turns"] = 3.5 - (2.45 if collapse else 0.5) * t ** 1.2 + rng.normal(0, 0.03, n)
+    s.values["tool_failure_share"] = np.clip(0.04 + (0.41 if collapse else 0.04) * t ** 1.5 + rng.normal(0, 0.005, n),
+                                             0, 1)
     return s
 
 

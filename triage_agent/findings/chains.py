@@ -96,11 +96,17 @@ def link(findings: list[Finding], slack_steps: float) -> list[Finding]:
 
 
 def _ordered(findings: list[Finding]) -> Iterator[Finding]:
-    roots = sorted((f for f in findings if f.explained_by is None), key=lambda f: SEVERITY_RANK[f.severity])
     children: dict[str, list[Finding]] = {}
     for f in findings:
         if f.explained_by is not None:
             children.setdefault(f.explained_by, []).append(f)
+
+    def worst(f: Finding, seen: frozenset[str] = frozenset()) -> int:
+        """A chain ranks by its most severe finding (a medium cause of a high consequence leads the high ones)."""
+        below = [worst(c, seen | {f.id}) for c in children.get(f.id, []) if c.id not in seen]
+        return min([SEVERITY_RANK[f.severity], *below])
+
+    roots = sorted((f for f in findings if f.explained_by is None), key=worst)
     done: set[int] = set()
 
     def walk(f: Finding) -> Iterator[Finding]:

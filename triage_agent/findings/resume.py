@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage_agent.analysis import trends
+import numpy as np
+
 from triage_agent.analysis.stats import rnd
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
@@ -27,8 +28,12 @@ def _jump(facts: Facts, r: Resume, rules: Rules) -> dict[str, Any] | None:
         s = facts.series(name)
         if s is None or s.n < 2 * w:
             continue
-        before, after = s.values[s.steps < r.step][-w:], s.values[s.steps >= r.step][:w]
-        noise = trends.noise(s.values)
+        at = s.steps >= r.step
+        before, after = s.values[~at][-w:], s.values[at][:w]
+        # the step-to-step noise away from the resume: the one difference across it is what is judged
+        diffs = np.diff(s.values)
+        keep = at[1:] == at[:-1]
+        noise = float(np.std(diffs[keep]) / np.sqrt(2)) if keep.sum() >= 2 else 0.0
         if len(before) < 2 or len(after) < 2 or noise <= 0:
             continue
         move = float(after.mean() - before.mean())

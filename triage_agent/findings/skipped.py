@@ -41,8 +41,9 @@ def _lines(facts: Facts, rules: Rules) -> tuple[int, int, dict[str, Any]] | None
     if not scans:
         return None
     lines = sum(s.skips.lines for s in scans)
-    steps = max([facts.last_step + 1 if facts.last_step is not None else 0,
-                 *((s.last_step or 0) + 1 for s in facts.run.logs)])
+    # the steps the run went through: its last step (counted from 1), or its rows where it counts from 0
+    rows = len(facts.run.metrics.frame) if facts.run.metrics is not None else 0
+    steps = max([rows, facts.last_step or 0, *((s.last_step or 0) for s in facts.run.logs)])
     first = scans[0]
     return min(lines, steps), steps, {"how": "lines that say a step was skipped", "line": first.skips.first_line,
                                       "example": first.skips.example, "source": first.path}

@@ -23,6 +23,7 @@ METRIC_MARKERS: tuple[bytes, ...] = tuple(n + e for n in _METRIC_NAMES for e in 
 METRIC_MARK = re.compile(b"(?:" + b"|".join(_METRIC_NAMES) + rb""")(?:[=:_/'"]|s[:=]|  | [=:0-9+.-])""")
 _NUM_PAIR = re.compile(rb"(?<!pid)(?<!ip)[:=][ \t]*'?[-+]?\.?\d")  # Ray's `(Worker pid=5, ip=...)` is no pair
 _SPACED_NUM = re.compile(rb"\s[-+]?\.?\d")
+_PROSE_PAIR = re.compile(rb"[A-Za-z_] (?:is|was) [-+]?\.?\d")  # "kl is 0.83": a pair in prose
 # one pair whose key is itself a metric name (`reward: 0.5`): a metric line the generic reader cannot step alone
 _SINGLE = re.compile(rb"(?<![a-z])((?i:loss|reward|kl|entropy|grad_norm|acc\w*|score)\w*)['\"]?\s*[:=]\s*'?[-+]?\.?\d")
 _EVAL_KEY = re.compile(r"^(?:eval|val|valid|validation|test)[_/-]", re.I)
@@ -57,7 +58,7 @@ class Generic(Dialect):
         ratio:0.5") is no sign that training went on."""
         if sink.rows or METRIC_MARK.search(raw) is None:
             return
-        pairs = len(_NUM_PAIR.findall(raw))
+        pairs = len(_NUM_PAIR.findall(raw)) + (len(_PROSE_PAIR.findall(raw)) if b" is " in raw or b" was " in raw else 0)
         if pairs >= 2 or b"tensor(" in raw or (b"|" in raw and len(_SPACED_NUM.findall(raw)) >= 2):
             if len(raw) <= limits.MAX_LINE:
                 self.line(clean(raw.decode("utf-8", errors="replace").rstrip("\r\n")), lineno, sink)
