@@ -393,3 +393,18 @@ def test_completions_tables_of_swift_wandb_and_trl(make_run, tmp_path):
                              "completion": [c for _, c in samples]}),
                    run / "completions" / "completions_00005.parquet")
     assert finding(inspect(run), "generation.degenerate").evidence["share"] == pytest.approx(0.3)
+
+
+def test_the_models_first_message_carries_onsets_chains_and_masked_excerpts():
+    from tests.conftest import SAMPLES
+    from triage_agent.agent.loop import first_message
+    from triage_agent.report import offline_report
+    from triage_agent.runs.load import load_run
+
+    msg = first_message(offline_report(load_run(SAMPLES / "verl_entropy_blowup")), "report", None)
+    payload = json.loads(msg.split("## Deterministic findings\n", 1)[1].split("\n\n## ", 1)[0])
+    by_id = {f["id"]: f for f in payload["findings"]}
+    assert by_id["generation.degenerate"]["explained_by"] == "policy.entropy_blowup"
+    assert by_id["policy.entropy_blowup"]["onset_step"] is not None
+    excerpts = by_id["generation.degenerate"]["evidence"]["excerpts"]
+    assert len(excerpts) == 3 and all(len(e["text"]) <= 200 for e in excerpts)

@@ -90,7 +90,10 @@ def _candidates(facts: Facts) -> list[Series]:
         if not isinstance(col, str) or col == "step" or col in trainers.SERIES or col.startswith("rc:"):
             continue
         guess = meaning.infer(col)
-        if col in names or (guess is not None and guess[0] == "is_ratio"):
+        # another form says what the first does not (an exact-zero difference beside an IS ratio); one form twice is
+        # one measurement (Tinker's kl_sample_train_v1 and _v2: two estimates of one KL, v2 noisier)
+        if (col in names or (guess is not None and guess[0] == "is_ratio")) and \
+                all(form(col) != form(s.raw or "") for s in out):
             s = Series.finite("is_ratio", facts.column("step"), facts.column(col), m.source, col)
             if s is not None:
                 out.append(s)
