@@ -143,5 +143,5 @@ def render(report: Report) -> str:
             [[s.stage, s.question, s.status, ", ".join(s.findings)] for s in report.troubleshooting]))
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in report.notes) + "</ul>")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>triage: {escape(run.root.name)}</title>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>triage: {escape(run.single or run.root.name)}</title>"
             f"<style>{CSS}</style><script>{plotly_js}</script>{CHECK}</head><body>{''.join(parts)}</body></html>")

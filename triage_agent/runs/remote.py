@@ -160,7 +160,7 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
         raise BadInput(f"{res.url}: cannot list ({_short(exc)})") from None
     try:
         _clear(local, local)
-        local.mkdir(parents=True, exist_ok=True)
+        local.mkdir(mode=0o700, parents=True, exist_ok=True)  # the copies are the user's: theirs alone
     except OSError as exc:
         raise BadInput(f"{local}: cannot write the cache ({exc.strerror})") from None
     keep: set[Path] = set()
@@ -186,7 +186,7 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
         size = info.get("size")
         try:
             _clear(target, local)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             with fs.open(info["name"], "rb") as src:  # an object larger than it said, or endless, is refused
                 got = bounded.copy_to(src, tmp, size if isinstance(size, int) and size >= 0 else UNSIZED_BYTES,
                                       FETCH_SECONDS, f"{res.url}/{rel}")
@@ -196,7 +196,8 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
             continue
         finally:
             tmp.unlink(missing_ok=True)
-        stamp.write_text(version, encoding="utf-8")
+        with contextlib.suppress(OSError):  # no stamp: the object is fetched again next time
+            bounded.write_new(stamp, version.encode())
         res.fetched += 1
         res.fetched_bytes += got
     if not cut:  # a file deleted remotely must not linger in the mirror (only our own copies are removed)
