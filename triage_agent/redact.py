@@ -7,8 +7,13 @@ import re
 from typing import Any
 
 MASK = "[redacted]"
-# key names that hold secrets: any *key, *secret*, *token*, password, credential*, private*, *_pat, auth
-SECRET_NAME = re.compile(r"(?:key$|_key\b|secret|token|passw(?:or)?d|credential|^private|[._-]private|_pat$|^pat$|"
+# key names that hold secrets: a credential's key (api_key, access_key, openai_key ...; not a config's pointer to
+# another key: verl's prompt_key, a reward's weights_key), *secret*, *token*, password, credential*, private*,
+# *_pat, auth
+SECRET_NAME = re.compile(r"(?:(?:^|[._-])(?:api|access|secret|private|auth|client|signing|encryption|session|master|"
+                         r"license|account|service|ssh|deploy|app|hf|hub|openai|anthropic|wandb|aws|gcp|azure|github|"
+                         r"gitlab|slack|stripe|cohere|mistral|groq|together|replicate|pinecone|judge|llm)[_-]?key$|"
+                         r"^apikey$|secret|token|passw(?:or)?d|credential|^private|[._-]private|_pat$|^pat$|"
                          r"auth(?:orization)?$|cookie)", re.I)
 # value shapes of secrets, whatever the key
 SECRET_VALUE = re.compile(
@@ -70,8 +75,10 @@ def text(s: str) -> str:
 
 def is_secret_name(name: str) -> bool:
     leaf = name.rsplit(".", 1)[-1]
-    # a bare `key` is the report's own field (an adjustment's dotted config path), not a credential
-    return leaf.lower() not in ("key", "keys") and bool(SECRET_NAME.search(leaf))
+    # a bare `key` is the report's own field (an adjustment's dotted config path), not a credential; nor are
+    # the names of counts and vocabulary entries (`max_tokens`, `pad_token`)
+    return (leaf.lower() not in ("key", "keys") and bool(SECRET_NAME.search(leaf))
+            and not _HARMLESS_NAME.search(leaf))
 
 
 def value(name: str, v: Any) -> Any:

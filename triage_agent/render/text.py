@@ -25,7 +25,9 @@ def sparkline(values: Sequence[float] | np.ndarray) -> str:
     lo, hi = float(a.min()), float(a.max())
     if hi == lo:
         return BARS[3] * len(a)
-    idx = ((a - lo) / (hi - lo) * (len(BARS) - 1)).round().astype(int)
+    # halved first (exact): a range as wide as +-1e308 would overflow to inf, and NaN has no bar
+    frac = np.nan_to_num((a / 2 - lo / 2) / (hi / 2 - lo / 2))
+    idx = np.clip((frac * (len(BARS) - 1)).round().astype(int), 0, len(BARS) - 1)
     return "".join(BARS[i] for i in idx)
 
 

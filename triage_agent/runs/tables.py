@@ -358,6 +358,11 @@ def normalize(frame: pd.DataFrame, role: str, rel: str, columns: dict[str, str] 
         renames = {actual: canon for canon, actual in columns.items() if actual in frame.columns and canon != actual}
         frame = frame.rename(columns=renames)
     schema = SCHEMAS.get(role, {"required": [], "numeric": [], "bool": []})
+    twice = frame.columns.duplicated()
+    if twice.any():  # a CSV header naming a column twice: the first is read (each name is one column below)
+        names = list(dict.fromkeys(str(c) for c in frame.columns[twice]))
+        errors.append(ParseError(rel, 1, f"column {', '.join(names[:5])} named more than once; only the first read"))
+        frame = frame.loc[:, ~twice]
     missing = [c for c in schema["required"] if c not in frame.columns]
     if missing:
         return None, [ParseError(rel, None, f"missing column {', '.join(missing)}")]
