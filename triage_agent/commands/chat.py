@@ -46,7 +46,7 @@ class ChatSession:
         run = self.offline.run
         place = run.root.resolve() / run.single if run.single else run.root.resolve()  # a file given as the run
         digest = hashlib.sha1(str(place).encode()).hexdigest()[:12]
-        return self.state / "chats" / f"{place.name}-{digest}.json"
+        return self.state / "chats" / f"{redact.file_name(place.name, 100)}-{digest}.json"
 
     def use_model(self, model: str) -> None:
         """`/model NAME`: later questions go to NAME (settings are immutable: the session and its client get new

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -41,9 +42,20 @@ def neutralise(s: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
 
 
+def shown(s: object) -> str:
+    """The one pass every renderer gives outside text (file names, log lines, model answers): secrets masked,
+    then every control character made visible. The terminal shows its result as is, a page HTML-escapes it."""
+    return neutralise(redact.text(str(s)))
+
+
+def html_text(s: object, quote: bool = True) -> str:
+    """Outside text for an HTML page: `shown`, then HTML-escaped."""
+    return html.escape(shown(s), quote=quote)
+
+
 def literal(s: object, style: str = "") -> Text:
     """A rich Text that shows `s` exactly: no markup interpreted, no control character passed through."""
-    return Text(neutralise(redact.text(str(s))), style=style)
+    return Text(shown(s), style=style)
 
 
 class LiteralTable(Table):
