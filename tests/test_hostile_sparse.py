@@ -5,7 +5,6 @@ header (a length of 0 has a CRC that is not 0), so such offsets are now left out
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import pytest
 

@@ -704,7 +704,7 @@ def _all_zero(zero: np.ndarray, n: int) -> np.ndarray:
     """Offsets whose 12 header bytes are all zero: never a valid header (a length of 0 has a CRC that is not 0),
     and all a sparse file's hole is. Left out before any CRC is computed, so a resync after a corrupt header
     crosses gigabytes of zeros at memory speed instead of a CRC per byte (0.7 MB/s)."""
-    out = zero[0:n].copy()
+    out: np.ndarray = zero[0:n].copy()
     for k in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11):
         out &= zero[k:k + n]
     return out
