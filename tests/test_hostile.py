@@ -261,8 +261,13 @@ STREAM = {
 RUN_DIR = Path(__file__).resolve().parent.parent / "sample_runs" / "few_rollouts"
 
 
+# a usable answer (an answer that is not one exits 3 since issue 38): the retry cases end on it
+VALID_ANSWER = json.dumps({"diagnosis": [{"cause": "c", "findings": ["rollouts.too_few"], "evidence": "e",
+                                          "confidence": 0.5}], "adjustments": []})
+
+
 def _script(items):
-    return [_ok() if x == "OK" else x for x in items]
+    return [_ok(VALID_ANSWER) if x == "OK" else x for x in items]
 
 
 @pytest.mark.parametrize("name", sorted(TRANSPORT))

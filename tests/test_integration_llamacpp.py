@@ -68,8 +68,8 @@ def test_report_completes_with_checked_adjustments(tmp_path):
         assert "Traceback" not in proc.stderr
         doc = json.loads(proc.stdout)
         src = doc["source"]
-        if proc.returncode == 3:  # the endpoint timed out even so: the rules' report is still the whole JSON
-            assert src["kind"] == "rules" and src["error"]["kind"] == "timeout", proc.stderr
+        if proc.returncode == 3:  # a timeout, or an answer not usable: the rules' report is still the whole JSON
+            assert src["kind"] == "rules" and src["error"]["kind"] in ("timeout", "bad_response"), proc.stderr
             assert doc["findings"] and doc["schema"] == "triage.report/v1"
             print(f"{run}: the model timed out; the rules' report was kept (exit 3)")
             continue

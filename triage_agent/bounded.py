@@ -9,6 +9,7 @@ caller's existing `except OSError` reports it as an unreadable file.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import io
@@ -16,6 +17,8 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, BinaryIO, TypeVar, cast
 
@@ -24,6 +27,10 @@ DOCUMENT_BYTES = 512 << 20  # a file read whole (a JSON document, a config, a CS
 SMALL_BYTES = 1 << 20  # a file of a few lines (an expected.json, a manifest, a profile)
 READ_SECONDS = 120.0  # one whole read; a local disk reads 512 MB in a few seconds, a stalled mount never ends
 T = TypeVar("T")
+# the identity (device, inode) discovery saw of each file of the run being read, and whether it was listed as a
+# link inside the run (followed) or as a file (opened with O_NOFOLLOW): a later open of a file swapped since, for
+# a link to an outside file or for another file, is refused instead of read
+_EXPECTED: ContextVar[dict[str, tuple[int, int, bool]] | None] = ContextVar("expected", default=None)
 
 
 class Refused(OSError):
@@ -33,15 +40,42 @@ class Refused(OSError):
         super().__init__(errno.EFBIG, why, str(path))
 
 
+@contextmanager
+def expecting() -> Iterator[None]:
+    """Within: the files `expect` registers are checked on every open (one run's read)."""
+    token = _EXPECTED.set({})
+    try:
+        yield
+    finally:
+        _EXPECTED.reset(token)
+
+
+def expect(path: Path | str, st: os.stat_result, follow: bool = False) -> None:
+    """Register the identity discovery saw of `path` (see `expecting`)."""
+    known = _EXPECTED.get()
+    if known is not None:
+        known[os.fspath(path)] = (st.st_dev, st.st_ino, follow)
+
+
 def open_binary(path: Path | str) -> BinaryIO:
     """A regular file opened for reading (a FIFO, device or socket is refused, and opening never blocks).
-    Readers that stream (logs, tables) read from it within the size they saw, so their memory stays flat."""
+    Readers that stream (logs, tables) read from it within the size they saw, so their memory stays flat.
+    A file of the run being read must still be the one discovery listed (`expect`)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    known = _EXPECTED.get()
+    want = known.get(os.fspath(path)) if known else None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
+        fd = os.open(path, flags | (os.O_NOFOLLOW if want is not None and not want[2] else 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and want is not None:
+            raise Refused(path, "swapped for a link since it was listed; not followed") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise Refused(path, "not a regular file (a FIFO, device or socket)")
+        if want is not None and (st.st_dev, st.st_ino) != want[:2]:
+            raise Refused(path, "replaced by another file since it was listed; not read")
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         return cast(BinaryIO, os.fdopen(fd, "rb"))
     except BaseException:
@@ -133,9 +167,25 @@ def copy(src: IO[bytes], dst: IO[bytes], max_bytes: int, seconds: float, what: o
 
 
 def copy_to(src: IO[bytes], path: Path | str, max_bytes: int, seconds: float, what: object = "") -> int:
-    """`copy` into a new file at `path` (created or truncated; the caller removes it on failure)."""
-    with open(path, "wb") as dst:
+    """`copy` into a new file at `path`, readable by its owner only (the caller removes it on failure). Whatever
+    was at `path` is removed first and the file is created with O_EXCL|O_NOFOLLOW: a link planted there is never
+    followed, so nothing outside the cache is written."""
+    write_new(path)
+    with os.fdopen(os.open(path, _NEW_FILE, 0o600), "wb") as dst:
         return copy(src, dst, max_bytes, seconds, what)
+
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def write_new(path: Path | str, data: bytes | None = None) -> None:
+    """Remove what is at `path` (a file or a link, never what a link points to); with `data`, write it there as a
+    new file of the owner's only (O_EXCL|O_NOFOLLOW)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    if data is not None:
+        with os.fdopen(os.open(path, _NEW_FILE, 0o600), "wb") as fh:
+            fh.write(data)
 
 
 def lines(fh: IO[bytes], max_line: int) -> Iterator[bytes | None]:

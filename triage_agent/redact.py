@@ -7,18 +7,25 @@ import re
 from typing import Any
 
 MASK = "[redacted]"
-# key names that hold secrets: any *key, *secret*, *token*, password, credential*, private*, *_pat, auth
-SECRET_NAME = re.compile(r"(?:key$|_key\b|secret|token|passw(?:or)?d|credential|^private|[._-]private|_pat$|^pat$|"
+# key names that hold secrets: a credential's key (api_key, access_key, openai_key ...; not a config's pointer to
+# another key: verl's prompt_key, a reward's weights_key), *secret*, *token*, password, credential*, private*,
+# *_pat, auth
+SECRET_NAME = re.compile(r"(?:(?:^|[._-])(?:api|access|secret|private|auth|client|signing|encryption|session|master|"
+                         r"license|account|service|ssh|deploy|app|hf|hub|openai|anthropic|wandb|aws|gcp|azure|github|"
+                         r"gitlab|slack|stripe|cohere|mistral|groq|together|replicate|pinecone|judge|llm)[_-]?key$|"
+                         r"^apikey$|secret|token|passw(?:or)?d|credential|^private|[._-]private|_pat$|^pat$|"
                          r"auth(?:orization)?$|cookie)", re.I)
-# value shapes of secrets, whatever the key
+# value shapes of secrets, whatever the key. A shape starts where no letter or digit is before it, not at a word
+# boundary: `_` is a word character, and a token glued to a name (`run_hf_...log`, `train_sk-...`) is one too
+_START = r"(?<![A-Za-z0-9])"
 SECRET_VALUE = re.compile(
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"  # PEM blocks
-    r"|\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{8,}"  # OpenAI / Anthropic style keys
-    r"|\bhf_[A-Za-z0-9]{16,}"  # Hugging Face
-    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"  # GitHub
-    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"  # AWS access key ids
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWTs
-    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
+    rf"|{_START}sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{{8,}}"  # OpenAI / Anthropic style keys
+    rf"|{_START}hf_[A-Za-z0-9]{{16,}}"  # Hugging Face
+    rf"|{_START}(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{{20,}}|{_START}github_pat_[A-Za-z0-9_]{{20,}}"  # GitHub
+    rf"|{_START}(?:AKIA|ASIA)[0-9A-Z]{{16}}(?![0-9A-Z])"  # AWS access key ids
+    rf"|{_START}eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}"  # JWTs
+    rf"|{_START}xox[abprs]-[A-Za-z0-9-]{{10,}}"  # Slack
     r"|(?i:\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/-]{8,}=*",  # an Authorization header echoed back
     re.S)
 
@@ -68,10 +75,27 @@ def text(s: str) -> str:
     return _ASSIGN.sub(_assignment, s)
 
 
+_UNSAFE_IN_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f/\\]")
+
+
+def file_name(name: str, limit: int = 200) -> str:
+    """An outside name (a run folder's, a remote path component) as a name triage writes on disk (a cache
+    folder, a transcript): secrets masked by shape, controls and separators `_`, at most `limit` characters. A
+    name masking changed keeps a short digest of the original, so two runs never share one file."""
+    import hashlib
+
+    masked = _UNSAFE_IN_NAME.sub("_", text(name)).replace(MASK, "redacted")
+    if masked != name:
+        masked = f"{masked[:limit - 9]}-{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:8]}"
+    return masked[:limit]
+
+
 def is_secret_name(name: str) -> bool:
     leaf = name.rsplit(".", 1)[-1]
-    # a bare `key` is the report's own field (an adjustment's dotted config path), not a credential
-    return leaf.lower() not in ("key", "keys") and bool(SECRET_NAME.search(leaf))
+    # a bare `key` is the report's own field (an adjustment's dotted config path), not a credential; nor are
+    # the names of counts and vocabulary entries (`max_tokens`, `pad_token`)
+    return (leaf.lower() not in ("key", "keys") and bool(SECRET_NAME.search(leaf))
+            and not _HARMLESS_NAME.search(leaf))
 
 
 def value(name: str, v: Any) -> Any:

@@ -32,6 +32,7 @@ class AgentResult:
     answer: contract.Answer | None = None
     problem: str | None = None  # why the answer could not be used, when it could not
     repaired: bool = False  # the answer needed the repair turn
+    invalid: bool = False  # the model answered, but not with a valid answer even after the repair (exit 3)
     error: EndpointError | None = None  # the endpoint failed mid-session (timeout, 5xx, cut stream...)
     events: list[ToolEvent] = field(default_factory=list)
 
@@ -140,6 +141,7 @@ def _session(result: AgentResult, offline: Report, client: LLMClient, task: str,
             continue
         if repaired:
             result.problem = f"the model's answer was not valid after one repair ({problem})"
+            result.invalid = True
             return
         repaired = result.repaired = True
         response_format = answer.ANSWER_SCHEMA

@@ -28,6 +28,7 @@ from triage_agent.runs.model import ConfigValue, Round, Run
 MAX_MATCHES = 20
 MAX_PATTERN = 500
 SEARCH_SECONDS = 10.0  # a search stops here and says so
+RE2_MEMORY = 8 << 20  # the compiled pattern's memory (RE2's own default); a larger one is refused, as text then
 MAX_ARGUMENTS = 64 << 10  # bytes of JSON arguments a tool call may send
 MAX_SERIES = 30  # series in one trainer_metrics answer; the rest are counted
 MAX_CHANGES = 20  # changes one what-if call simulates together; more are reported as left out
@@ -468,11 +469,15 @@ def _matcher(pattern: str) -> tuple[Callable[[str], bool], str]:
     try:
         import re2
 
-        rx = re2.compile(pattern, re2.IGNORECASE)
+        # google-re2 takes its flags as Options (it has no IGNORECASE: passing one raised AttributeError, and
+        # every pattern silently became a substring search); errors are ours to report, not its to log
+        options = re2.Options()
+        options.case_sensitive, options.log_errors, options.max_mem = False, False, RE2_MEMORY
+        rx = re2.compile(pattern, options)
         return (lambda text: rx.search(text) is not None), "regular expression (RE2)"
     except ImportError:
         pass
-    except Exception:  # noqa: BLE001 - re2 raises its own error type for patterns it does not support
+    except re2.error:  # a pattern RE2 does not support (a backreference, a lookaround)
         pass
     needle = pattern.lower()
     return (lambda text: needle in text.lower()), "literal text (not a pattern RE2 accepts)"

@@ -14,7 +14,7 @@ from triage_agent.state import unique_path, write_atomic
 
 def save(state: Path, run_root: Path, command: str, result: AgentResult, client: LLMClient,
          extra: dict[str, Any] | None = None) -> Path:
-    path = unique_path(state / "transcripts", f"{command}-{run_root.name[:60]}")
+    path = unique_path(state / "transcripts", f"{command}-{redact.file_name(run_root.name, 60)}")
     doc = {"command": command, "run": str(run_root), "endpoint": client.settings.base_url,
            "model": client.settings.model, "key_source": client.settings.sources.get("api_key"),
            "usage": vars(client.usage), "capabilities": client.capabilities.as_dict(),

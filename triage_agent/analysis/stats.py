@@ -15,6 +15,12 @@ def _arr(x: ArrayLike) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
+def floats(column: pd.Series) -> np.ndarray:
+    """A table column as floats, any cell that is not a number (text, a nested value) NaN: a column of round
+    tables is only as numeric as the run that wrote it."""
+    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+
+
 def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
     """Pearson r; None when either side is constant or there are fewer than 3 points."""
     a, b = _finite_pairs(_arr(x), _arr(y))
@@ -98,9 +104,13 @@ def histogram(x: ArrayLike, bins: int = 10, lo: float = 0.0, hi: float = 1.0) ->
     """Counts in `bins` equal-width bins over [lo, hi]; the last bin includes hi."""
     a = _arr(x)
     a = a[np.isfinite(a)]
-    # index arithmetic instead of np.histogram's float edges, so 0.6 lands in [0.6, 0.7)
-    idx = np.floor((np.clip(a, lo, hi) - lo) / (hi - lo) * bins + 1e-9).astype(int)
-    return [int(c) for c in np.bincount(np.minimum(idx, bins - 1), minlength=bins)]
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+        return [len(a)] + [0] * (bins - 1) if bins > 0 else []
+    # index arithmetic instead of np.histogram's float edges, so 0.6 lands in [0.6, 0.7); halved first (exact
+    # in binary floating point) so that a range as wide as +-1e308 does not overflow to inf and NaN
+    frac = (np.clip(a, lo, hi) / 2 - lo / 2) / (hi / 2 - lo / 2)
+    idx = np.floor(frac * bins + 1e-9).astype(int)
+    return [int(c) for c in np.bincount(np.clip(idx, 0, bins - 1), minlength=bins)]
 
 
 def rnd(x: float | None, digits: int = 3) -> float | None:

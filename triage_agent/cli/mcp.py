@@ -45,8 +45,19 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     if args.http:
         return mcp.serve_http(roots, args.allow_write, args.http, args.allow_remote, None,
-                              lambda line: err.print(literal(line)))
+                              lambda line: err.print(literal(line)), lambda line: _to_terminal(err, line))
     return mcp.serve_stdio(roots, args.allow_write)
+
+
+def _to_terminal(err: Console, line: str) -> None:
+    """A generated secret, written once to the terminal that started the server: past the masking every other
+    line goes through, and refused when stderr is no terminal (a log file would keep it)."""
+    raw = getattr(err.file, "raw", err.file)  # under redact.MaskedStream
+    if not (hasattr(raw, "isatty") and raw.isatty()):
+        raise BadInput("TRIAGE_MCP_TOKEN is not set and stderr is not a terminal to show a generated token on: "
+                       "set TRIAGE_MCP_TOKEN to the token clients send")
+    raw.write(line + "\n")
+    raw.flush()
 
 
 COMMAND = Command(

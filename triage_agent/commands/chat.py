@@ -43,8 +43,10 @@ class ChatSession:
 
     @property
     def path(self) -> Path:
-        digest = hashlib.sha1(str(self.offline.run.root.resolve()).encode()).hexdigest()[:12]
-        return self.state / "chats" / f"{self.offline.run.root.name}-{digest}.json"
+        run = self.offline.run
+        place = run.root.resolve() / run.single if run.single else run.root.resolve()  # a file given as the run
+        digest = hashlib.sha1(str(place).encode()).hexdigest()[:12]
+        return self.state / "chats" / f"{redact.file_name(place.name, 100)}-{digest}.json"
 
     def use_model(self, model: str) -> None:
         """`/model NAME`: later questions go to NAME (settings are immutable: the session and its client get new

@@ -290,7 +290,9 @@ def serve_stdio(roots: list[Path], allow_write: bool) -> int:
 
 
 def serve_http(roots: list[Path], allow_write: bool, address: str, allow_remote: bool, token: str | None,
-               say: Callable[[str], None]) -> int:
+               say: Callable[[str], None], show_token: Callable[[str], None]) -> int:
+    """Serve over HTTP. A token triage generates is given once to `show_token` (the terminal that started the
+    server, unmasked: a masked token could never be learnt), and nowhere else."""
     host, _, port_text = address.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     try:
@@ -299,9 +301,10 @@ def serve_http(roots: list[Path], allow_write: bool, address: str, allow_remote:
         raise BadInput(f"--http takes HOST:PORT, not {address!r}") from None
     if host not in LOOPBACK and not allow_remote:
         raise BadInput(f"{host} is not a loopback address: pass --allow-remote to serve other machines")
-    token = token or os.environ.get("TRIAGE_MCP_TOKEN") or secrets.token_urlsafe(24)
-    if not os.environ.get("TRIAGE_MCP_TOKEN"):
-        say(f"bearer token: {token}  (set TRIAGE_MCP_TOKEN to choose it)")
+    token = token or os.environ.get("TRIAGE_MCP_TOKEN")
+    if not token:
+        token = secrets.token_urlsafe(24)
+        show_token(f"bearer token: {token}  (set TRIAGE_MCP_TOKEN to choose it)")
     app = bearer_app(build_server(roots, allow_write).streamable_http_app(host=host), token)
     import uvicorn
 

@@ -89,6 +89,8 @@ def report(path: str | Path, settings: Settings, *, offline: bool = False, dry_r
         source["transcript"] = str(transcript.save(state_dir(env or {}), base.run.root, "report", result, client))
     if result.error is not None:
         return model_failed(base, settings, client, result.error, source)
+    if result.invalid:  # an unusable answer is the model part failing (exit 3), never a quiet offline report
+        return model_failed(base, settings, client, EndpointError("bad_response", f"{result.problem}"), source)
     if result.answer is None:
         base.source = source | {"kind": "offline", "fallback": True}
         base.notes.append(f"model answer not used: {result.problem}; this is the offline diagnosis")

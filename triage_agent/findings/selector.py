@@ -7,7 +7,7 @@ from typing import Any
 from triage_agent.analysis import rewards, rounds, whatif
 from triage_agent.analysis.filter import FilterAudit
 from triage_agent.analysis.rollouts import reliability
-from triage_agent.analysis.stats import rnd, spearman, swing_ratio
+from triage_agent.analysis.stats import floats, rnd, spearman, swing_ratio
 from triage_agent.findings.facts import Facts, number, suggestion
 from triage_agent.findings.model import Finding, Severity
 from triage_agent.findings.registry import rule
@@ -160,7 +160,7 @@ def boundary_oscillating(facts: Facts, rules: Rules) -> Finding | None:
     if last is None or last.history is None or "boundary" not in last.history.frame.columns:
         return None
     frame = last.history.frame
-    vals = frame["boundary"].to_numpy(dtype=float)
+    vals = floats(frame["boundary"])  # a text column (odd cells) is no number: NaN, not an internal error
     swing = swing_ratio(vals)
     rho = spearman(frame["step"].to_numpy(dtype=float), vals)
     if swing is None or not ge(swing, rules["swing_ratio_max"]) or (rho is not None and rho >= rules["boundary_rho_min"]):

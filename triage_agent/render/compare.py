@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html as htmlmod
 from typing import Any
 
 from rich.console import Console
@@ -10,7 +9,7 @@ from rich.console import Console
 from triage_agent import redact
 from triage_agent.comparison import Comparison
 from triage_agent.render.terminal import fmt_value
-from triage_agent.render.text import LiteralTable, literal
+from triage_agent.render.text import LiteralTable, html_text, literal
 
 
 def _num(v: float | None) -> str:
@@ -72,7 +71,7 @@ def html(c: Comparison) -> str:
     from triage_agent.render.html import CHECK, CSS
 
     def esc(s: str) -> str:
-        return htmlmod.escape(redact.text(s))
+        return html_text(s)
 
     parts = [f"<h1>triage compare: {len(c.names)} runs</h1><ul>"
              + "".join(f"<li><b>{_label(i)}</b>: {esc(n)}</li>" for i, n in enumerate(c.names)) + "</ul>"]

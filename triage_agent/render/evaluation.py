@@ -3,13 +3,12 @@ then one per model and paradigm)."""
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from rich.console import Console
 
 from triage_agent.commands.eval import WEIGHTS, EvalResult, ModelScore
-from triage_agent.render.text import LiteralTable, literal
+from triage_agent.render.text import LiteralTable, html_text, literal
 
 COLUMNS = ("model", "score", "recall", "precision", "changes ok", "fell back", "repaired", "rejected", "requests",
            "tokens in/out", "s/report", "runs")
@@ -62,8 +61,8 @@ def render(result: EvalResult, console: Console) -> None:
 
 
 def _html_table(columns: tuple[str, ...], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in rows)
+    head = "".join(f"<th>{html_text(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html_text(v)}</td>" for v in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -71,9 +70,9 @@ def html(result: EvalResult) -> str:
     style = "body{font:14px system-ui,sans-serif;margin:24px}td,th{border:1px solid #ddd;padding:4px 8px}" \
             "table{border-collapse:collapse}"
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>triage eval</title><style>{style}</style>"
-            f"</head><body><h1>triage eval: {escape(result.suite)}</h1>{_html_table(COLUMNS, _rows(result))}"
+            f"</head><body><h1>triage eval: {html_text(result.suite)}</h1>{_html_table(COLUMNS, _rows(result))}"
             f"<h2>Per paradigm</h2>{_html_table(PARADIGM_COLUMNS, _paradigm_rows(result))}"
-            f"<p>{escape(formula())}</p></body></html>")
+            f"<p>{html_text(formula())}</p></body></html>")
 
 
 def per_run(result: EvalResult) -> list[dict[str, Any]]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from html import escape as _escape
 from typing import Any
 
-from triage_agent import redact
 from triage_agent.analysis import rewards
 from triage_agent.render import plots
 from triage_agent.render.terminal import chained_id, crash_lines, fmt_value, predicted_text, run_line
+from triage_agent.render.text import html_text
 from triage_agent.report import Report
 
 CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-width:1120px}
@@ -27,8 +26,8 @@ document.body.setAttribute('data-plots-rendered',String(n));if(++tries<50)setTim
 
 
 def escape(s: str) -> str:
-    """Outside text for the page: secrets masked, then HTML-escaped."""
-    return _escape(redact.text(s))
+    """Outside text for the page: the renderers' one pass (secrets masked, controls visible), HTML-escaped."""
+    return html_text(s)
 
 
 def _figures(report: Report) -> list[Any]:
@@ -144,5 +143,5 @@ def render(report: Report) -> str:
             [[s.stage, s.question, s.status, ", ".join(s.findings)] for s in report.troubleshooting]))
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in report.notes) + "</ul>")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>triage: {escape(run.root.name)}</title>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>triage: {escape(run.single or run.root.name)}</title>"
             f"<style>{CSS}</style><script>{plotly_js}</script>{CHECK}</head><body>{''.join(parts)}</body></html>")

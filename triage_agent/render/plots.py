@@ -6,15 +6,14 @@ Plotly comes with the core install; it is imported only when a page is drawn.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from triage_agent import redact
 from triage_agent.errors import BadInput
 from triage_agent.extras import DISTRIBUTION
+from triage_agent.render.text import html_text
 
 MAX_POINTS = 2000  # per line: a 100,000-step run draws its shape, not every point
 MISSING = f"the HTML report draws its charts with Plotly, which is missing: pip install --force-reinstall {DISTRIBUTION}"
@@ -39,7 +38,7 @@ def plotly_js() -> str:
 
 def _t(text: str) -> str:
     """Text from run files (sources, metric names) as Plotly text: no tag and no script end reach the page."""
-    return html.escape(redact.text(str(text)), quote=False)
+    return html_text(text, quote=False)
 
 
 def _thin(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[float]]:

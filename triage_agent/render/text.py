@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +26,9 @@ def sparkline(values: Sequence[float] | np.ndarray) -> str:
     lo, hi = float(a.min()), float(a.max())
     if hi == lo:
         return BARS[3] * len(a)
-    idx = ((a - lo) / (hi - lo) * (len(BARS) - 1)).round().astype(int)
+    # halved first (exact): a range as wide as +-1e308 would overflow to inf, and NaN has no bar
+    frac = np.nan_to_num((a / 2 - lo / 2) / (hi / 2 - lo / 2))
+    idx = np.clip((frac * (len(BARS) - 1)).round().astype(int), 0, len(BARS) - 1)
     return "".join(BARS[i] for i in idx)
 
 
@@ -39,9 +42,20 @@ def neutralise(s: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
 
 
+def shown(s: object) -> str:
+    """The one pass every renderer gives outside text (file names, log lines, model answers): secrets masked,
+    then every control character made visible. The terminal shows its result as is, a page HTML-escapes it."""
+    return neutralise(redact.text(str(s)))
+
+
+def html_text(s: object, quote: bool = True) -> str:
+    """Outside text for an HTML page: `shown`, then HTML-escaped."""
+    return html.escape(shown(s), quote=quote)
+
+
 def literal(s: object, style: str = "") -> Text:
     """A rich Text that shows `s` exactly: no markup interpreted, no control character passed through."""
-    return Text(neutralise(redact.text(str(s))), style=style)
+    return Text(shown(s), style=style)
 
 
 class LiteralTable(Table):

@@ -157,8 +157,10 @@ def classify(path: Path, rel: str) -> str | None:
     return None
 
 
-def discover(root: Path, manifest: Manifest) -> tuple[list[Found], list[str]]:
-    """Classify the run's files. Returns the found files and notes for the user."""
+def discover(root: Path, manifest: Manifest, only: str | None = None) -> tuple[list[Found], list[str]]:
+    """Classify the run's files (or only the file `only` of `root`: one file given as the run, read in place).
+    Returns the found files and notes for the user. Each file's identity (device, inode) seen here is
+    registered with `bounded.expect`: a later open of a file swapped since (for a link, another file) is refused."""
     try:
         mode = root.stat().st_mode
     except FileNotFoundError:
@@ -170,7 +172,7 @@ def discover(root: Path, manifest: Manifest) -> tuple[list[Found], list[str]]:
     notes: list[str] = []
     found: list[Found] = []
     real_root = root.resolve()
-    for path in _walk(root, notes):
+    for path in [root / only] if only is not None else _walk(root, notes):
         rel = path.relative_to(root).as_posix()
         try:
             st = path.stat()  # follows a symlink: a loop or a dangling link fails here
@@ -184,6 +186,7 @@ def discover(root: Path, manifest: Manifest) -> tuple[list[Found], list[str]]:
         if not statmod.S_ISREG(st.st_mode):
             notes.append(f"{rel}: not a regular file (a FIFO, socket or device), not read")
             continue
+        bounded.expect(path, st, follow=target is not None)  # before the sniffs: they are later opens too
         role = None
         for mrole, globs in manifest.files.items():
             if any(fnmatch.fnmatch(rel, g) for g in globs):

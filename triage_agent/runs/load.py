@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat as statmod
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,10 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-from triage_agent import safejson
+from triage_agent import bounded, safejson
 from triage_agent.errors import BadInput
 from triage_agent.runs import discover as disc
-from triage_agent.runs import paradigm, remote, single, sweep, trainers
+from triage_agent.runs import paradigm, remote, sweep, trainers
 from triage_agent.runs.configs import flatten, load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.base import Columns
@@ -113,30 +114,38 @@ def load_run(path: str | Path, progress: Progress | None = None, now: float | No
     """Read one run folder (a local path or a remote URL). A folder holding several runs raises
     `MultiRunError` unless `split` is off (the caller has split it already).
     `now` is the clock that `run.in_progress` compares file times with."""
+    with bounded.expecting():  # every file is opened as the one discovery listed
+        return _load_run(path, progress, now, split, display, reader)
+
+
+def _load_run(path: str | Path, progress: Progress | None, now: float | None, split: bool, display: str | None,
+              reader: Reader) -> Run:
     location = str(path)
     fetched: list[str] = []
+    only: str | None = None  # one file given as the run: read in place, nothing else of its folder
     if remote.is_remote(location):
         m = remote.mirror(location, progress)
         root, display = m.path, display or m.url
         fetched = m.summary()
     else:
         root = Path(path)
-        if root.is_file() and not root.is_symlink():  # one file given as the run: a run of that file
-            root, display = single.as_run_folder(root), display or location
+        if _is_single_file(root):  # no copy, no cache: the folder is the file's own, only the file is read
+            root, only, display = root.parent, root.name, display or location
     if _is_dir(root):
         try:  # a folder that cannot be listed is said as such, not as "nothing recognisable"
             with os.scandir(root):
                 pass
         except OSError as exc:
             raise BadInput(f"{display or location}: cannot read the folder ({exc.strerror or exc})") from None
-    if split and _is_dir(root):
+    if split and only is None and _is_dir(root):
         parts = sweep.split_runs(root)
         if parts.several:
             raise MultiRunError(display or location, parts)
-    manifest, errors = disc.load_manifest(root) if _is_dir(root) else (disc.Manifest(), [])
-    found, notes = disc.discover(root, manifest)
+    manifest, errors = disc.load_manifest(root) if _is_dir(root) and only is None else (disc.Manifest(), [])
+    found, notes = disc.discover(root, manifest, only)
     run = Run(root=root, kind="generic", parse_errors=list(errors), notes=fetched + notes,
-              rule_overrides=dict(manifest.rules), now=time.time() if now is None else now, display=display)
+              rule_overrides=dict(manifest.rules), now=time.time() if now is None else now, display=display,
+              single=only)
     rounds: dict[tuple[str, int], Round] = {}
     fallback: dict[str, int] = {}
     trainer = _TrainerParts()
@@ -184,6 +193,14 @@ def _training_evidence(run: Run) -> bool:
     # metric lines no reader understood are training output too: said (data.unread), never "nothing recognisable"
     return any(f.path not in logs for f in run.files) or any(s.evidence or s.metric_steps or s.unread
                                                              for s in run.logs)
+
+
+def _is_single_file(path: Path) -> bool:
+    """A regular file, not a link to one (a link given as the run is refused as "not a folder")."""
+    try:
+        return statmod.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _is_dir(path: Path) -> bool:

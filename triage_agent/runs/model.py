@@ -224,6 +224,7 @@ class Run:
     rule_overrides: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     display: str | None = None  # where the run lives when it is not `root` (a remote URL mirrored locally)
+    single: str | None = None  # the one file of `root` that is the run, when a file was given as the run
     paradigm: str = "unknown"  # one of PARADIGMS
     paradigm_evidence: list[str] = field(default_factory=list)  # what decided it (metric names, config, banner)
     # traits of the paradigm: `agentic` (a policy-gradient run with turns or tool calls) -> the names that showed it

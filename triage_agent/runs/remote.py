@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from triage_agent import bounded
+from triage_agent import bounded, redact
 from triage_agent.errors import BadInput, TriageError
 from triage_agent.runs import discover as disc
 from triage_agent.runs import stores
@@ -81,11 +81,12 @@ def wanted(rel: str, size: int | None) -> bool:
 
 
 def _safe_parts(rel: str) -> tuple[str, ...] | None:
-    """A remote key as local path parts, or None when it could leave the mirror (`..`, empty, NUL)."""
+    """A remote key as local path parts, or None when it could leave the mirror (`..`, empty, NUL). A secret
+    in a name (`run_hf_...log`) is masked: the cache never holds it, not even as a file name."""
     parts = tuple(rel.split("/"))
     if any(p in ("", ".", "..") or "\x00" in p or "\\" in p or len(p) > 255 for p in parts):
         return None
-    return parts
+    return tuple(redact.file_name(p, 255) for p in parts)
 
 
 def _version(info: dict[str, Any]) -> str:
@@ -160,13 +161,14 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
         raise BadInput(f"{res.url}: cannot list ({_short(exc)})") from None
     try:
         _clear(local, local)
-        local.mkdir(parents=True, exist_ok=True)
+        local.mkdir(mode=0o700, parents=True, exist_ok=True)  # the copies are the user's: theirs alone
     except OSError as exc:
         raise BadInput(f"{local}: cannot write the cache ({exc.strerror})") from None
     keep: set[Path] = set()
-    folders = {"/".join(p.split("/")[:n]) for p in files for n in range(1, p.count("/") + 1)}
+    safe = {rel: _safe_parts(rel) for rel in files}
+    folders = {"/".join(p[:n]) for p in safe.values() if p for n in range(1, len(p))}
     for i, (rel, info) in enumerate(files.items()):
-        parts = _safe_parts(rel)
+        parts = safe[rel]
         if parts is None:
             res.notes.append(f"{res.url}: skipped a key that is not a safe file name: {rel[:120]!r}")
             continue
@@ -186,7 +188,7 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
         size = info.get("size")
         try:
             _clear(target, local)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             with fs.open(info["name"], "rb") as src:  # an object larger than it said, or endless, is refused
                 got = bounded.copy_to(src, tmp, size if isinstance(size, int) and size >= 0 else UNSIZED_BYTES,
                                       FETCH_SECONDS, f"{res.url}/{rel}")
@@ -196,7 +198,8 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
             continue
         finally:
             tmp.unlink(missing_ok=True)
-        stamp.write_text(version, encoding="utf-8")
+        with contextlib.suppress(OSError):  # no stamp: the object is fetched again next time
+            bounded.write_new(stamp, version.encode())
         res.fetched += 1
         res.fetched_bytes += got
     if not cut:  # a file deleted remotely must not linger in the mirror (only our own copies are removed)
@@ -207,9 +210,9 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
 
 
 def _folder_name(part: str) -> str:
-    """A URL's path component as a cache folder name (no separators, NUL or over-long names)."""
-    part = part.replace("\\", "_").replace("\x00", "_")
-    return part if len(part) <= 200 else part[:200]
+    """A URL's path component as a cache folder name (no secret, separator, control character or over-long
+    name)."""
+    return redact.file_name(part, 200)
 
 
 def _clear(target: Path, top: Path) -> None:

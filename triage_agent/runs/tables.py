@@ -19,7 +19,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -54,22 +54,22 @@ def read_table(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseErr
     """Read one tabular file; never raises for bad content."""
     suffix = path.suffix.lower()
     try:
-        with bounded.open_binary(path) as fh:  # a FIFO or device is refused here, before pyarrow opens it
+        with bounded.open_binary(path) as fh:  # a FIFO or device is refused here; pyarrow reads this one open file
             size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                return None, [ParseError(rel, None, "empty file")]
+            if suffix == ".parquet":
+                return _read_parquet(fh, rel)
+            if suffix == ".csv":
+                return _read_csv(fh, path, rel)
     except OSError as exc:
         return None, [ParseError(rel, None, f"unreadable: {exc.strerror}")]
-    if size == 0:
-        return None, [ParseError(rel, None, "empty file")]
-    if suffix == ".parquet":
-        return _read_parquet(path, rel)
-    if suffix == ".csv":
-        return _read_csv(path, rel)
     return _read_jsonl(path, rel)
 
 
-def _read_parquet(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+def _read_parquet(fh: BinaryIO, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
     try:
-        frame = pq.read_table(path).to_pandas()
+        frame = pq.read_table(fh).to_pandas()
     except (pa.ArrowException, OSError, ValueError) as exc:
         return None, [ParseError(rel, None, f"unreadable parquet: {str(exc).splitlines()[0][:200]}")]
     frame[LINE] = range(1, len(frame) + 1)
@@ -257,15 +257,16 @@ def _rows(reader: Any, rel: str, errors: list[ParseError]) -> Iterator[list[str]
             return
 
 
-def _read_csv(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
+def _read_csv(fh: BinaryIO, path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
     try:
-        frame = pacsv.read_csv(path).to_pandas()
+        frame = pacsv.read_csv(fh).to_pandas()
         frame[LINE] = range(2, len(frame) + 2)
         return frame, []
     except (pa.ArrowException, OSError, ValueError):
         pass
     errors: list[ParseError] = []
-    raw = bounded.read_bytes(path)
+    fh.seek(0)
+    raw = bounded.read_from(fh, bounded.DOCUMENT_BYTES, bounded.READ_SECONDS, path)
     text = raw.decode("utf-8", errors="replace")
     reader = csv.reader(io.StringIO(text.replace("\x00", "\ufffd"), newline=""))
     try:
@@ -357,6 +358,11 @@ def normalize(frame: pd.DataFrame, role: str, rel: str, columns: dict[str, str] 
         renames = {actual: canon for canon, actual in columns.items() if actual in frame.columns and canon != actual}
         frame = frame.rename(columns=renames)
     schema = SCHEMAS.get(role, {"required": [], "numeric": [], "bool": []})
+    twice = frame.columns.duplicated()
+    if twice.any():  # a CSV header naming a column twice: the first is read (each name is one column below)
+        names = list(dict.fromkeys(str(c) for c in frame.columns[twice]))
+        errors.append(ParseError(rel, 1, f"column {', '.join(names[:5])} named more than once; only the first read"))
+        frame = frame.loc[:, ~twice]
     missing = [c for c in schema["required"] if c not in frame.columns]
     if missing:
         return None, [ParseError(rel, None, f"missing column {', '.join(missing)}")]

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from triage_agent import bounded
+
 BLOCK = 8 << 20  # bytes per block: large enough for the search to run at speed, small enough to bound memory
 # hits in a block above which its lines are cut out by NumPy (a fixed ~4 ms a block, mostly without the GIL)
 # rather than one by one (~15 µs a hit, with the GIL: counting the newlines between hits took the reading
@@ -199,6 +201,8 @@ def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_
     end = min(start + BLOCK, size)
     buf = os.pread(fd, end - start + overlap, start)
     n = end - start
+    if len(buf) < n:  # the file shrank below the size seen at open (truncated, rewritten): said, never a crash
+        raise bounded.Refused("", "the file shrank while it was read (truncated or rewritten); read it again")
     arr = np.frombuffer(buf, dtype=np.uint8, count=n)
     hits = find(buf, n)
     if len(hits) > DENSE:

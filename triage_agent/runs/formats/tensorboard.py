@@ -675,11 +675,11 @@ def _headers(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return empty, empty, empty
     # a length <= 2**24 has zeros in its bytes 4-7 and byte 3 <= 1: few offsets pass, each then checked fully
     zero = arr == 0
-    maybe = zero[4:4 + n].copy()
+    maybe = zero[4:4 + n].copy()  # (the zeros are kept until `_all_zero` has used them)
     for k in (5, 6, 7):
         maybe &= zero[k:k + n]
-    del zero
     maybe &= arr[3:3 + n] < np.uint8(2)  # (a Python int here made NumPy widen the whole buffer: 30 ms)
+    maybe &= ~_all_zero(zero, n)
     heads = np.flatnonzero(maybe)
     raw = _gather(arr, heads, 12)
     sizes = raw[:, :8].copy().view("<u8").reshape(-1).astype(np.int64)
@@ -700,12 +700,31 @@ def _headers(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return heads, sizes, np.flatnonzero(~np.r_[chained, False])
 
 
+def _all_zero(zero: np.ndarray, n: int) -> np.ndarray:
+    """Offsets whose 12 header bytes are all zero: never a valid header (a length of 0 has a CRC that is not 0),
+    and all a sparse file's hole is. Left out before any CRC is computed, so a resync after a corrupt header
+    crosses gigabytes of zeros at memory speed instead of a CRC per byte (0.7 MB/s)."""
+    out: np.ndarray = zero[0:n].copy()
+    for k in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11):
+        out &= zero[k:k + n]
+    return out
+
+
 def _next_header(arr: np.ndarray, pos: int, end: int) -> int | None:
     """The first offset >= pos where 12 bytes form a valid record header (length <= MAX_RECORD, its CRC
-    right), searched SYNC_WINDOW bytes at a time; None when the buffer has none."""
+    right), searched SYNC_WINDOW bytes at a time; None when the buffer has none. Only offsets whose length bytes
+    could be a length <= MAX_RECORD (bytes 4-7 zero, byte 3 < 2) and that are not all zeros get a CRC."""
     while pos + 12 <= end:
         stop = min(end - 11, pos + SYNC_WINDOW)
-        windows = sliding_window_view(arr[pos:stop + 11], 12)
+        seg, m = arr[pos:stop + 11], stop - pos
+        zero = seg == 0
+        maybe = zero[4:4 + m] & zero[5:5 + m] & zero[6:6 + m] & zero[7:7 + m] & (seg[3:3 + m] < np.uint8(2))
+        maybe &= ~_all_zero(zero, m)
+        at = np.flatnonzero(maybe)
+        if not len(at):
+            pos = stop
+            continue
+        windows = _gather(seg, at, 12)
         crc = np.full(len(windows), 0xFFFFFFFF, dtype=np.uint32)
         for j in range(8):
             crc = _CRC_NP[(crc ^ windows[:, j]) & 0xFF] ^ (crc >> 8)
@@ -715,7 +734,7 @@ def _next_header(arr: np.ndarray, pos: int, end: int) -> int | None:
         lengths = np.ascontiguousarray(windows[:, :8]).view("<u8").reshape(-1)
         hits = np.flatnonzero((crc == stored) & (lengths <= MAX_RECORD))
         if len(hits):
-            return pos + int(hits[0])
+            return pos + int(at[hits[0]])
         pos = stop
     return None
 
