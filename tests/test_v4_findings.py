@@ -408,3 +408,18 @@ def test_the_models_first_message_carries_onsets_chains_and_masked_excerpts():
     assert by_id["policy.entropy_blowup"]["onset_step"] is not None
     excerpts = by_id["generation.degenerate"]["evidence"]["excerpts"]
     assert len(excerpts) == 3 and all(len(e["text"]) <= 200 for e in excerpts)
+
+
+def test_a_length_at_one_value_to_the_token_is_the_cap(make_run):
+    # no clipped share logged; the batch-mean length rises to exactly 4096.0 and stays on steps 21-30 (tail = 6
+    # points, all 4096): every completion is at the cap from step 21
+    length = list(np.linspace(900, 4000, 20)) + [4096.0] * 10
+    rep = inspect(make_run({"trainer_state.json": state(rows_of({"completions/mean_length": length,
+                                                                  "reward": alt(0.4, 0.05, 30)}))}))
+    f = finding(rep, "generation.truncated")
+    assert f.severity == "high" and f.evidence["at_one_length"] == 4096 and f.onset_step == 21
+    # a length that only sits near one value is no cap
+    near = list(np.linspace(900, 4000, 20)) + alt(4090.0, 3.0, 10)
+    rep = inspect(make_run({"trainer_state.json": state(rows_of({"completions/mean_length": near,
+                                                                  "reward": alt(0.4, 0.05, 30)}))}))
+    assert "generation.truncated" not in ids(rep)

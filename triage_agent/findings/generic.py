@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from triage_agent import bounds
 from triage_agent.analysis import trends
 from triage_agent.analysis.stats import rnd, tail
@@ -77,7 +79,9 @@ def _zero_reward_std(facts: Facts, rules: Rules) -> Finding | None:
 def truncated(facts: Facts, rules: Rules) -> Finding | None:
     frac = rules["tail_fraction"]
     tr = _tail_mean(facts, "clipped_share", frac)
-    if tr is None or not ge(tr[0], rules["truncated_share"]) or facts.run.metrics is None:
+    if tr is None:
+        return _at_one_length(facts, rules)
+    if not ge(tr[0], rules["truncated_share"]) or facts.run.metrics is None:
         return None
     sev: Severity = "high" if ge(tr[0], rules["truncated_share_high"]) else "medium"
     length = _tail_mean(facts, "length", frac)
@@ -86,6 +90,27 @@ def truncated(facts: Facts, rules: Rules) -> Finding | None:
         f"{tr[0]:.0%} of completions hit the length limit over the last {frac:.0%} of steps",
         {"mean_clipped_ratio": rnd(tr[0]), "steps": tr[1],
          "mean_completion_length": rnd(length[0], 1) if length else None, "source": facts.run.metrics.source})
+
+
+def _at_one_length(facts: Facts, rules: Rules) -> Finding | None:
+    """No clipped share logged: a batch-mean completion length that is the same to the token on every tail step
+    (at least 3) says every completion had that one length, the cap (a Tinker distillation run of batch A: exactly
+    4096.0, its max_tokens, on the last 18 of 35 steps, 128 episodes each)."""
+    s = facts.series("length")
+    if s is None or facts.run.metrics is None:
+        return None
+    t = tail(s.values, rules["tail_fraction"])
+    if len(t) < 3 or float(t.min()) != float(t.max()) or t[0] <= 0 or float(t[0]) != int(t[0]):
+        return None
+    cap = float(t[0])
+    at = s.values == cap
+    first = int(np.flatnonzero(~at)[-1]) + 1 if (~at).any() else 0  # the run of steps at the cap that ends the run
+    return Finding(
+        "generation.truncated", "high",
+        f"Every completion is {cap:.0f} tokens long on the last {s.n - first} steps: the batch mean sits exactly at "
+        "one length, the cap",
+        {"at_one_length": cap, "steps_at_it": s.n - first, "logged_as": s.raw, "start_step": int(s.steps[first]),
+         "source": s.source})
 
 
 CRASH_FIXES = {

@@ -10,6 +10,12 @@ are averaged into the same prefix, over the transitions that carry them. Evaluat
 off-policy distillation's `train/*`) are named by the service, not by this code.
 """
 
+import re
+from typing import Any
+
+from triage_agent.runs import values
+from triage_agent.runs.console.crashes import crash_info
+from triage_agent.runs.console.dialect import Dialect, Line, Sink
 from triage_agent.runs.trainers.profile import Profile, Source
 
 _T = "tinker_cookbook/"
@@ -91,6 +97,8 @@ PROFILE = Profile(
         "stderr": "standard error of win_rate",
     },
     banners=("Will train on ", "Logging to: ", "metrics.jsonl"),
+    # its log lines are Python logging's `<module>:<line> [LEVEL]` with the cookbook's and the SDK's module names
+    detect=(r"^tinker_cookbook\.[\w.]+:\d+ \[(?:INFO|WARNING|ERROR)\]", r"^tinker\.lib\.[\w.]+:\d+ \[(?:INFO|ERROR)\]"),
     files=("metrics.jsonl", "checkpoints.jsonl", "timing_gantt.html", "trace_events.jsonl"),
     config_keys=("renderer_name", "kl_discount_factor", "compute_post_kl", "num_substeps",
                  "remove_constant_reward_groups", "stream_minibatch_config", "max_steps_off_policy",
@@ -110,3 +118,66 @@ PROFILE = Profile(
     agentic_names=("env/all/turns_per_episode", "env/all/total_turns", "env/all/stop/max_turns",
                    "env/all/stop/max_tool_calls", "env/all/stop/tool_stopped"),
 )
+
+
+# -- console ----------------------------------------------------------------------------------------------------
+# utils/ml_log.py prints each step's metrics as a Rich table (title `Step N`, columns Metric and Value, names cut with
+# `…` past the column's width); the SDK's retry handler logs a request it will not retry as an ERROR line, and the
+# loop dies on it (tinker/lib/retry_handler.py: "Request failed with non-retryable error: <Exc>: <message>")
+_ROW = re.compile(r"^│\s*(?P<k>[^│]+?)\s*│\s*(?P<v>[^│]+?)\s*│\s*$")
+_FATAL = re.compile(r"Request failed with non-retryable error: (?P<exc>[A-Za-z_][\w.]*): (?P<msg>.*)")
+
+
+class MetricTables(Dialect):
+    """The `Step N` tables: one row per table, stepped by its `progress/batch` (by order where it is missing). They
+    replace what the generic reader makes of the log (an environment's printed `Step 0:` blocks are no steps)."""
+
+    order = 45
+    name = "tinker tables"
+    trainer = "tinker"
+    markers = (b"\xe2\x94\x83", b"non-retryable error: ")  # ┃: a Rich table's heavy header bar (ANSI codes follow it)
+    supersedes = ("generic lines",)
+    examples = ("┃ Metric                         ┃ Value       ┃",
+                "tinker.lib.retry_handler:222 [ERROR] Request failed with non-retryable error: BadRequestError: "
+                "Error code: 400 - {'detail': 'Prompt length plus max_tokens exceeds the context window'}")
+
+    def __init__(self) -> None:
+        self.row: dict[str, Any] | None = None
+        self.start = 0
+        self.tables = 0
+
+    @property
+    def open(self) -> bool:
+        return self.row is not None
+
+    def read(self, line: Line, sink: Sink) -> bool:
+        text = line.text.strip()
+        if self.row is not None:
+            if text.startswith("└"):
+                self._emit(sink)
+            elif (m := _ROW.match(text)) and not m.group("k").endswith("…"):
+                v = values.parse(m.group("v"))
+                if v is not None:
+                    self.row[m.group("k")] = v
+            return True
+        if text.startswith("┃ Metric"):
+            self.row, self.start = {}, line.lineno
+            return True
+        if "non-retryable error: " in text and (m := _FATAL.search(text)):
+            sink.error(crash_info(m.group("exc").rsplit(".", 1)[-1], m.group("msg")[:300], line.lineno,
+                                  fatal="a request the Tinker SDK will not retry"))
+            return True
+        return False
+
+    def _emit(self, sink: Sink) -> None:
+        row, self.row = self.row or {}, None
+        if not row:
+            return
+        batch = row.get("progress/batch")
+        known = isinstance(batch, (int, float))
+        row["step"] = int(batch) if isinstance(batch, (int, float)) else self.tables
+        self.tables += 1
+        sink.add_row(row, self.start, self.name, known_step=known)
+
+    def flush(self, sink: Sink) -> None:
+        pass  # a table cut off before its bottom line is not a row
