@@ -200,7 +200,8 @@ Layout: `round_<N>/<role>/`, histories as JSONL, the last selector round with pe
 samples in Parquet.
 
 Planted findings: `filter.boundary_starved` (high), `reward.boundary_suppressed` (high),
-`reward.boundary_oscillating` (medium), `generator.accuracy_off_target` (medium).
+`reward.boundary_oscillating` (medium), `reward.boundary_variance_dominates` (medium: the boundary reward's
+variance is 9.7x the format reward's in the last selector round), `generator.accuracy_off_target` (medium).
 """)
 def boundary_collapse(run: Path) -> None:
     selector_generator_run(run, 2, easy=0.4, unsolvable=0.0, rollouts=10,
@@ -236,6 +237,25 @@ Planted findings: `rollouts.too_few` (high: `boundary_rollouts = 2`).
 def few_rollouts(run: Path) -> None:
     selector_generator_run(run, 4, easy=1.0, unsolvable=0.0, rollouts=4, weights=HEALTHY_W, boundary_rollouts=2,
                            gen_path=[(0.37, 0.44), (0.44, 0.48), (0.48, 0.50)])
+
+
+def noisy_rising_boundary(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A boundary reward that rises well (0.20 a round) with a noisier estimate than the healthy run's."""
+    o = 0.07 * (n - 1)
+    return ramp(0.30 + o, 0.50 + o) + rng.normal(0, 0.025, STEPS)
+
+
+@sample("boundary_variance_near_miss", """# boundary_variance_near_miss
+
+A healthy selector/generator run whose boundary reward is noisier than `healthy`'s and rises faster, so its
+variance over the last selector round is 4.6x the format reward's: close to, but under, the 5x of
+`reward.boundary_variance_dominates` (BAR-RAG seed, 4.2). Everything else is as in `healthy`.
+
+Planted findings: none of severity medium or high.
+""")
+def boundary_variance_near_miss(run: Path) -> None:
+    selector_generator_run(run, 5, easy=1.0, unsolvable=0.0, rollouts=10, weights=HEALTHY_W, boundary_rollouts=8,
+                           gen_path=[(0.36, 0.44), (0.44, 0.48), (0.48, 0.50)], boundary_override=noisy_rising_boundary)
 
 
 def calibration_config(interval: int, threshold: float) -> str:
@@ -522,7 +542,7 @@ PLANTED: dict[str, set[str]] = {  # a planted run and a healthy one first: `tria
     "healthy": set(),
     "trl_oom_crash": {"log.crash"},
     "boundary_collapse": {"filter.boundary_starved", "reward.boundary_suppressed", "reward.boundary_oscillating",
-                          "generator.accuracy_off_target"},
+                          "reward.boundary_variance_dominates", "generator.accuracy_off_target"},
     "trl_healthy": set(),
     "verl_kl_explosion": {"policy.kl_explosion"},
     "reward_hacking": {"hacking.proxy_gold_divergence", "hacking.high_score_failures", "calibration.miscalibrated",
@@ -537,6 +557,7 @@ PLANTED: dict[str, set[str]] = {  # a planted run and a healthy one first: `tria
     "swift_dpo_healthy": set(),
     "trl_sft_overfit": {"train.overfitting"},
     "trl_grpo_task_dead": {"reward.task_signal_dead"},
+    "boundary_variance_near_miss": set(),
 }
 
 

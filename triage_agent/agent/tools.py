@@ -252,7 +252,7 @@ def filter_audit(facts: Facts) -> dict[str, Any]:
 
 @tool(offered=_has_selector, inline=True)
 def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
-    """Contribution share of each weighted reward component to the reward signal (within-step when per-rollout samples exist, else approximate over steps).
+    """Each reward component side by side: weight, mean and variance over the logged steps, and its contribution share to the reward signal (within-step when per-rollout samples exist, else approximate over steps); the boundary/format variance ratio, and how variance and share relate.
 
     Args:
         round: a selector round name; the last selector round when omitted
@@ -267,9 +267,15 @@ def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
                           rd.samples.source if rd.samples else None)
     if bal is None:
         raise ToolRefusal("no weighted component found in the round's columns")
+    rows = rewards.component_rows(rd.history.frame, w, bal)
     return {"round": rd.name, "weights": w, "weights_key": f"{wcv.file}:{wcv.key}" if wcv else None,
             "shares": {k: _r(v) for k, v in bal.shares.items()}, "approximate": bal.approximate,
-            "steps": bal.n_steps, "source": bal.source}
+            "components": [{"name": r.name, "weight": r.weight, "mean": _r(r.mean), "variance": rnd(r.variance, 6),
+                            "share": _r(r.share)} for r in rows][:12],
+            "variance_ratio_boundary_format": _r(rewards.variance_ratio(rows)),
+            "variance_vs_share": rewards.VARIANCE_VS_SHARE,
+            "steps": bal.n_steps, "source": bal.source,
+            "variance_source": rd.history.source}
 
 
 @tool(offered=_has_selector)

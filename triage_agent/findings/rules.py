@@ -19,6 +19,10 @@ DEFAULTS: dict[str, Any] = {
     # reward.boundary_suppressed: format/boundary weight ratio, boundary contribution share
     "format_boundary_ratio": 3.0,
     "boundary_share_min": 0.40,
+    # reward.boundary_variance_dominates: Var(boundary) >= 5x Var(format) over the last selector round's logged
+    # steps (BAR-RAG seed, shared/seeds/000_4933788cbac857c9.txt 4.2: "boundary reward variance 5x the format
+    # reward's or more"; findings-v4.md)
+    "boundary_variance_ratio": 5.0,
     # reward.boundary_oscillating: swing ratio and Spearman rho of the last selector round
     "swing_ratio_max": 0.25,
     "boundary_rho_min": 0.5,

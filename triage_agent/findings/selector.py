@@ -152,6 +152,33 @@ def boundary_suppressed(facts: Facts, rules: Rules) -> Finding | None:
     return Finding("reward.boundary_suppressed", "high", title, evidence, sug)
 
 
+@rule("reward.boundary_variance_dominates", FAMILY, ("boundary_variance_ratio",),
+      cause="The boundary reward's variance is several times the format reward's: its signal is noise the "
+            "optimiser cannot follow, while the steady format reward is what it learns.",
+      rationale="Steadier boundary estimates (more rollouts per evidence set) and a boundary weight that carries "
+                "the signal.",
+      fix="steady the boundary estimate (boundary_rollouts >= 5) and keep the filter's boundary band share at "
+          "25-35%, then compare the rounds' boundary variance (`triage compare`)", paradigms=SELECTOR)
+def boundary_variance_dominates(facts: Facts, rules: Rules) -> Finding | None:
+    last = facts.last_selector
+    if last is None or last.history is None:
+        return None
+    rows = rewards.component_rows(last.history.frame, facts.weights, facts.balance)
+    ratio = rewards.variance_ratio(rows)
+    if ratio is None or not ge(ratio, rules["boundary_variance_ratio"]):
+        return None
+    by = {r.name: r for r in rows}
+    return Finding(
+        "reward.boundary_variance_dominates", "medium",
+        f"The boundary reward's variance in {last.name} is {ratio:.1f}x the format reward's "
+        f"(at least {rules['boundary_variance_ratio']:g}x)",
+        {"round": last.name, "variance_ratio": rnd(ratio, 2),
+         "variance": {"boundary": rnd(by["boundary"].variance, 6), "format": rnd(by["format"].variance, 6)},
+         "mean": {"boundary": rnd(by["boundary"].mean), "format": rnd(by["format"].mean)},
+         "shares": {r.name: rnd(r.share) for r in rows if r.share is not None},
+         "steps": len(last.history.frame), "relation": rewards.VARIANCE_VS_SHARE, "source": last.history.source})
+
+
 @rule("reward.boundary_oscillating", FAMILY, ("swing_ratio_max", "boundary_rho_min"),
       cause="The boundary reward swings from step to step without rising: the selector's signal is "
             "noise-dominated.", paradigms=SELECTOR)
