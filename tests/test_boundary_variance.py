@@ -65,13 +65,12 @@ def test_reward_balance_puts_mean_variance_and_share_side_by_side():
     facts = resolve(load_run(SAMPLES / "boundary_collapse"))
     out = tools.reward_balance(facts)
     h = pd.read_json(SAMPLES / "boundary_collapse/round_3/selector/reward_history.jsonl", lines=True)
-    by = {c["name"]: c for c in out["components"]}
-    assert set(by) == {"boundary", "relevance", "format", "count"}
-    for name in by:
-        assert by[name]["mean"] == pytest.approx(h[name].mean(), abs=1e-4)
-        assert by[name]["variance"] == pytest.approx(h[name].var(ddof=0), abs=1e-6)
-        assert by[name]["share"] == out["shares"][name]
-    assert by["format"]["share"] > 0.9 > 0.1 > by["boundary"]["share"]  # the shares point the other way ...
+    by = out["mean_variance"]
+    assert set(by) == set(out["shares"]) == {"boundary", "relevance", "format", "count"}
+    for name, (mean, variance) in by.items():
+        assert mean == pytest.approx(h[name].mean(), abs=1e-4)
+        assert variance == pytest.approx(h[name].var(ddof=0), abs=1e-6)
+    assert out["shares"]["format"] > 0.9 > 0.1 > out["shares"]["boundary"]  # the shares point the other way ...
     assert out["variance_ratio_boundary_format"] == pytest.approx(9.69, abs=0.01)
     assert "share" in out["variance_vs_share"] and "variance" in out["variance_vs_share"]  # ... and it says why
 

@@ -252,7 +252,7 @@ def filter_audit(facts: Facts) -> dict[str, Any]:
 
 @tool(offered=_has_selector, inline=True)
 def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
-    """Each reward component side by side: weight, mean and variance over the logged steps, and its contribution share to the reward signal (within-step when per-rollout samples exist, else approximate over steps); the boundary/format variance ratio, and how variance and share relate.
+    """Each reward component's weight, mean, variance over steps and contribution share (within-step when per-rollout samples exist, else approximate), the boundary/format variance ratio, and how variance and share relate.
 
     Args:
         round: a selector round name; the last selector round when omitted
@@ -270,8 +270,7 @@ def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
     rows = rewards.component_rows(rd.history.frame, w, bal)
     return {"round": rd.name, "weights": w, "weights_key": f"{wcv.file}:{wcv.key}" if wcv else None,
             "shares": {k: _r(v) for k, v in bal.shares.items()}, "approximate": bal.approximate,
-            "components": [{"name": r.name, "weight": r.weight, "mean": _r(r.mean), "variance": rnd(r.variance, 6),
-                            "share": _r(r.share)} for r in rows][:12],
+            "mean_variance": {r.name: [_r(r.mean), rnd(r.variance, 6)] for r in rows[:12]},
             "variance_ratio_boundary_format": _r(rewards.variance_ratio(rows)),
             "variance_vs_share": rewards.VARIANCE_VS_SHARE,
             "steps": bal.n_steps, "source": bal.source,

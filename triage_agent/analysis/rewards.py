@@ -142,11 +142,9 @@ def balance(history: pd.DataFrame | None, samples: pd.DataFrame | None, weights:
 
 
 # How a component's variance and its contribution share relate, said once for the tool and the report.
-VARIANCE_VS_SHARE = ("A component's share is its weight times its covariance with the weighted total, over the "
-                     "total's variance: a large variance raises the share only as far as the weight and the "
-                     "co-movement with the total carry it, so the boundary reward can swing the most (variance, over "
-                     "the logged steps) and still steer the least (share, within each step when per-rollout samples "
-                     "exist).")
+VARIANCE_VS_SHARE = ("A share is the weight times the covariance with the weighted total over the total's variance, so "
+                     "a component can swing the most (variance over steps) yet steer the least (share) when its "
+                     "weight is small or it moves apart from the total.")
 
 
 @dataclass(frozen=True)

@@ -154,7 +154,7 @@ def boundary_suppressed(facts: Facts, rules: Rules) -> Finding | None:
 
 @rule("reward.boundary_variance_dominates", FAMILY, ("boundary_variance_ratio",),
       cause="The boundary reward's variance is several times the format reward's: its signal is noise the "
-            "optimiser cannot follow, while the steady format reward is what it learns.",
+            "optimiser cannot follow.",
       rationale="Steadier boundary estimates (more rollouts per evidence set) and a boundary weight that carries "
                 "the signal.",
       fix="steady the boundary estimate (boundary_rollouts >= 5) and keep the filter's boundary band share at "
@@ -174,9 +174,7 @@ def boundary_variance_dominates(facts: Facts, rules: Rules) -> Finding | None:
         f"(at least {rules['boundary_variance_ratio']:g}x)",
         {"round": last.name, "variance_ratio": rnd(ratio, 2),
          "variance": {"boundary": rnd(by["boundary"].variance, 6), "format": rnd(by["format"].variance, 6)},
-         "mean": {"boundary": rnd(by["boundary"].mean), "format": rnd(by["format"].mean)},
-         "shares": {r.name: rnd(r.share) for r in rows if r.share is not None},
-         "steps": len(last.history.frame), "relation": rewards.VARIANCE_VS_SHARE, "source": last.history.source})
+         "source": last.history.source})
 
 
 @rule("reward.boundary_oscillating", FAMILY, ("swing_ratio_max", "boundary_rho_min"),

@@ -15,7 +15,7 @@ import pandas as pd
 from triage_agent import safejson
 from triage_agent.errors import BadInput
 from triage_agent.runs import discover as disc
-from triage_agent.runs import paradigm, remote, single, sweep, trainers
+from triage_agent.runs import gold, paradigm, remote, single, sweep, trainers
 from triage_agent.runs.configs import flatten, load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.base import Columns
@@ -238,6 +238,11 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
         if frame is not None:
             frame, errs = normalize(frame, f.role, f.rel, manifest.columns)
             run.parse_errors += errs
+        if frame is not None and f.role == "eval_history":
+            frame, alias = gold.by_meaning(frame)
+            if alias:
+                run.notes.append(f"{f.rel}: the gold series is {alias} (a pass rate by meaning: it serves as "
+                                 f"{gold.GOLD})")
         if frame is not None and getattr(run, f.role) is None:
             setattr(run, f.role, Table(frame, f.rel))
     elif f.role in BY_NAME:
