@@ -15,7 +15,7 @@ import pandas as pd
 from triage_agent import safejson
 from triage_agent.errors import BadInput
 from triage_agent.runs import discover as disc
-from triage_agent.runs import gold, paradigm, remote, single, sweep, trainers
+from triage_agent.runs import gold, paradigm, remote, round_names, single, sweep, trainers
 from triage_agent.runs.configs import flatten, load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.base import Columns
@@ -275,7 +275,30 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
             run.finished = run.finished or f"{f.rel}: {got.finished}"
         run.files[-1] = SourceFile(f.rel, f.role, rows=got.row_count + len(got.eval_rows) + len(got.samples),
                                    read_as=read_as)
-        trainer.add(f.rel, got)
+        if not _as_round_history(f, got, rounds, manifest):
+            trainer.add(f.rel, got)
+
+
+def _as_round_history(f: disc.Found, got: FormatRead, rounds: dict[tuple[str, int], Round],
+                      manifest: disc.Manifest) -> bool:
+    """A round's log of step lines (`generator_round2/train.log`) read as that round's reward history, when the
+    round has no history table and the rows hold what the role logs (boundary reward, accuracy). True when taken:
+    the rows are the round's, not the run's trainer metrics."""
+    if f.round_role is None or f.round_index is None or not got.row_count:
+        return False
+    key = (f.round_role, f.round_index)
+    if key in rounds and rounds[key].history is not None:
+        return True  # the round's own table already holds its history; the log's rows are the same steps
+    rows = got.rows if got.rows else got.columns.rows() if got.columns is not None else []
+    frame = round_names.history_from_rows(rows, f.round_role)
+    if frame is None:
+        return False
+    frame, _errs = normalize(frame, "reward_history", f.rel, manifest.columns)
+    if frame is None:
+        return False
+    rnd = rounds.setdefault(key, Round(role=key[0], index=key[1]))
+    rnd.history = Table(frame.sort_values("step", kind="stable").reset_index(drop=True), f.rel)
+    return True
 
 
 _PARADIGM_ROWS = 200  # rows per source whose keys tell the paradigm (every key shows up early; bounded work)
