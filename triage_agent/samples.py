@@ -47,7 +47,7 @@ filter:
 """
 
 
-def train_config(weights: dict[str, float], boundary_rollouts: int, target: float = 0.5) -> str:
+def train_config(weights: dict[str, float], boundary_rollouts: int, target: float = 0.5, rounds: int = 3) -> str:
     w = "\n".join(f"    {k}: {v}" for k, v in weights.items())
     return f"""# Selector / generator alternating training (BAR-RAG style)
 reward:
@@ -55,6 +55,8 @@ reward:
 {w}
   boundary_rollouts: {boundary_rollouts}   # generator attempts per evidence set
   target_accuracy: {target}
+alternation:
+  num_rounds: {rounds}   # selector/generator rounds planned
 selector:
   learning_rate: 1.0e-6
   steps_per_round: {STEPS}
@@ -133,7 +135,7 @@ def selector_generator_run(run: Path, seed: int, *, easy: float, unsolvable: flo
                            layout: str = "{role}_round{n}", history_ext: str = ".csv") -> None:
     rng = np.random.default_rng(seed)
     write_text(run / "configs" / "filter_config.yaml", filter_config(easy, unsolvable, rollouts))
-    write_text(run / "configs" / "train_config.yaml", train_config(weights, boundary_rollouts))
+    write_text(run / "configs" / "train_config.yaml", train_config(weights, boundary_rollouts, rounds=len(gen_path)))
     write_table(filter_stats(rng, 2000, rollouts, easy, unsolvable, mix), run / "data" / "filter_stats.jsonl")
     rounds = len(gen_path)
     previous: pd.DataFrame | None = None
@@ -258,7 +260,7 @@ def boundary_variance_near_miss(run: Path) -> None:
                            gen_path=[(0.36, 0.44), (0.44, 0.48), (0.48, 0.50)], boundary_override=noisy_rising_boundary)
 
 
-def calibration_config(interval: int, threshold: float) -> str:
+def calibration_config(interval: int, threshold: float, total_steps: int = 8000) -> str:
     return f"""# Policy trained against a solver (reward model / verifier), with adversarial calibration
 calibration:
   calibrate_every_steps: {interval}     # policy steps between two solver calibrations
@@ -266,6 +268,7 @@ calibration:
   score_range: [0.0, 1.0]
 policy:
   learning_rate: 1.0e-6
+  total_steps: {total_steps}  # policy steps planned
 """
 
 
@@ -308,7 +311,7 @@ def solver_run(run: Path, seed: int, *, hacking: bool) -> None:
                               "perturbation": [kinds[i % 4] for i in range(400)], "score": np.round(base, 4),
                               "perturbed_score": np.round(np.clip(base + rng.normal(0, 0.04, 400), 0, 1), 4)}),
                 run / "calibration" / "perturbations.csv")
-    write_text(run / "configs" / "calibration_config.yaml", calibration_config(interval, 0.8))
+    write_text(run / "configs" / "calibration_config.yaml", calibration_config(interval, 0.8, total_steps=8000))
 
 
 @sample("reward_hacking", """# reward_hacking

@@ -165,6 +165,9 @@ DEFAULTS: dict[str, Any] = {
     # run.stopped_early / run.in_progress: last step < 90% of the planned total; newest file 15 minutes old
     "stopped_share": 0.90,
     "stale_minutes": 15,
+    # ... but not when 3 or more files all share one modification time within 2 s (ours): a copy, a git clone or an
+    # extracted archive writes every file at once, a training run writes its config first and its logs as it goes
+    "copy_mtime_spread_seconds": 2.0,
     # suggestion targets (findings.md, Definitions)
     "target_band_share_lo": 0.25,
     "target_band_share_hi": 0.35,
@@ -178,6 +181,8 @@ DEFAULTS: dict[str, Any] = {
 }
 # thresholds read by views rather than by a finding rule
 VIEW_THRESHOLDS = frozenset({"compare_noise_k", "compare_window_fraction", "compare_min_window"})
+# thresholds read when the life cycle is decided (runs/lifecycle.py, through facts.resolve), before any rule
+LIFECYCLE_THRESHOLDS = frozenset({"copy_mtime_spread_seconds"})
 
 
 # Counts, windows and bin numbers: whole numbers in these ranges (a huge ece_bins would allocate and loop

@@ -199,6 +199,8 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
     try:
         mtime = f.path.stat().st_mtime
         run.newest_mtime = mtime if run.newest_mtime is None else max(run.newest_mtime, mtime)
+        run.oldest_mtime = mtime if run.oldest_mtime is None else min(run.oldest_mtime, mtime)
+        run.mtime_files += 1
     except OSError:
         pass
     run.files.append(SourceFile(f.rel, f.role))
