@@ -55,8 +55,10 @@ def test_full_report_loop_through_the_cli(env, tmp_path):
     acc = pd.read_json(RUN / "data" / "filter_stats.jsonl", lines=True)["accuracy"]
     kept = acc[(acc > 0.0) & (acc < 0.45)]
     in_band = ((kept >= 0.4) & (kept <= 0.6)).sum()
+    now = acc[(acc > 0.0) & (acc < 0.4)]  # the band questions the current thresholds keep: none
     assert adj["filter.easy_threshold"]["predicted"] == {"band_share_after_filter": round(in_band / len(kept), 3),
-                                                         "kept": len(kept)}
+                                                         "kept": len(kept), "band_questions_after": in_band,
+                                                         "band_questions_before": ((now >= 0.4) & (now <= 0.6)).sum()}
     assert adj["filter.easy_threshold"]["meets_target"] is True
     assert adj["reward.weights.format"]["predicted"]["boundary_share"] >= 0.40
     reasons = {r["key"]: r["reason"] for r in doc["rejected"]}
@@ -470,8 +472,10 @@ def test_ask_shows_the_models_changes_checked_with_their_what_if(env):
     checked = {a.key: a for a in res.changes.adjustments}
     acc = pd.read_json(RUN / "data" / "filter_stats.jsonl", lines=True)["accuracy"]
     kept = acc[(acc > 0.0) & (acc < 0.45)]
+    in_band = ((kept >= 0.4) & (kept <= 0.6)).sum()
     assert checked["filter.easy_threshold"].predicted == {
-        "band_share_after_filter": round(((kept >= 0.4) & (kept <= 0.6)).sum() / len(kept), 3), "kept": len(kept)}
+        "band_share_after_filter": round(in_band / len(kept), 3), "kept": len(kept),
+        "band_questions_before": 0, "band_questions_after": in_band}  # easy 0.4 kept no band question
     assert checked["filter.easy_threshold"].meets_target is True and checked["filter.easy_threshold"].from_ == 0.4
     assert checked["selector.learning_rate"].meets_target is None  # the what-if cannot predict a learning rate
     assert [(r.key, "training code" in r.reason) for r in res.changes.rejected] == [("lr", True)]

@@ -168,6 +168,10 @@ DEFAULTS: dict[str, Any] = {
     # ... but not when 3 or more files all share one modification time within 2 s (ours): a copy, a git clone or an
     # extracted archive writes every file at once, a training run writes its config first and its logs as it goes
     "copy_mtime_spread_seconds": 2.0,
+    # a filter-threshold suggestion keeps at least half of the boundary-band questions the current thresholds keep:
+    # the BAR-RAG seed (5.4) tightens the unsolvable threshold "a little" to bring the band share to 25-35%; meeting
+    # it by dropping every band question below 0.5 (unsolvable 0.0 -> 0.5) is not a little (issue 37)
+    "suggest_band_keep_min": 0.5,
     # suggestion targets (findings.md, Definitions)
     "target_band_share_lo": 0.25,
     "target_band_share_hi": 0.35,

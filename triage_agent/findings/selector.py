@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from triage_agent.analysis import rewards, rounds, whatif
@@ -46,7 +47,7 @@ def _with_threshold_suggestion(facts: Facts, rules: Rules, fid: str, severity: S
 
 
 @rule("filter.boundary_starved", FAMILY, ("band_share_min", "band_share_drop", "band_dropped_fraction",
-                                          "target_band_share_lo", "target_band_share_hi"),
+                                          "target_band_share_lo", "target_band_share_hi", "suggest_band_keep_min"),
       cause="The pre-training filter drops most questions near the generator's 50% zone, so the selector sees "
             "few examples where its evidence choice changes the outcome.",
       rationale="Loosen the filter so that more boundary-band questions survive it.", paradigms=SELECTOR)
@@ -59,7 +60,8 @@ def boundary_starved(facts: Facts, rules: Rules) -> Finding | None:
         f"The filter left {a.share_after:.0%} boundary questions ({a.share_before:.0%} before it)")
 
 
-@rule("filter.boundary_overloaded", FAMILY, ("band_share_max", "target_band_share_lo", "target_band_share_hi"),
+@rule("filter.boundary_overloaded", FAMILY, ("band_share_max", "target_band_share_lo", "target_band_share_hi",
+                                            "suggest_band_keep_min"),
       cause="Too many kept questions sit in the boundary band; the generator trains mostly on hard questions and "
             "its accuracy tends to fall.",
       rationale="Tighten the filter so that fewer hard boundary questions dominate training.", paradigms=SELECTOR)
@@ -76,9 +78,12 @@ def _threshold_suggestion(facts: Facts, rules: Rules) -> tuple[dict[str, Any], d
     assert facts.run.filter_stats is not None
     acc = facts.run.filter_stats.frame["accuracy"].to_numpy(dtype=float)
     easy, uns = facts.number("easy_threshold"), facts.number("unsolvable_threshold")
+    now = whatif.filter_outcome(acc, facts.band, easy, uns)
+    least = math.ceil(rules["suggest_band_keep_min"] * now.band_kept - 1e-9)  # "a little": most of the band stays
     best = whatif.search_thresholds(acc, facts.band, easy, uns,
-                                    (rules["target_band_share_lo"], rules["target_band_share_hi"]))
-    predicted = {"band_share_after_filter": rnd(best.band_share_after_filter), "kept": best.kept}
+                                    (rules["target_band_share_lo"], rules["target_band_share_hi"]), least)
+    predicted = {"band_share_after_filter": rnd(best.band_share_after_filter), "kept": best.kept,
+                 "band_questions_before": now.band_kept, "band_questions_after": best.band_kept}
     for leaf, new, old in (("easy_threshold", best.easy_threshold, easy),
                            ("unsolvable_threshold", best.unsolvable_threshold, uns)):
         cv = facts.config(leaf)
