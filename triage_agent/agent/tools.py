@@ -506,6 +506,33 @@ def compare_runs(facts: Facts, series: str | None = None) -> dict[str, Any]:
     return doc
 
 
+def _has_before_after(facts: Facts) -> bool:
+    from triage_agent import before_after
+
+    return before_after.offered(facts)
+
+
+@tool(offered=_has_before_after)
+def compare_rounds(facts: Facts) -> dict[str, Any]:
+    """Did the change help? Per seed quantity (boundary mean and variance, band share, generator accuracy, score-gold correlation, high-score failures): before, after, the way it should move, a verdict; this run's rounds or calibration windows, and the --vs run as BEFORE."""
+    from triage_agent import before_after
+
+    out: dict[str, Any] = {}
+    if facts.peers:
+        vs = before_after.runs(facts.peers[0], facts)
+        out["runs"] = vs.document(compact=True) | {"runs": {"before": facts.peers[0].run.where,
+                                                             "after": facts.run.where}}
+    inside = before_after.within(facts)
+    if inside.steps:
+        out["within_run"] = inside.document(compact=True)
+    if not out:
+        raise ToolRefusal("nothing to compare: this run has fewer than two rounds and no calibration windows; "
+                          "the user names the run before the change with --vs RUN")
+    first = out.get("runs") or out["within_run"]
+    return {"summary": first["summary"], **out, "source": "run folders: " + ", ".join(
+        [*(p.run.where for p in facts.peers[:1]), facts.run.where])}
+
+
 TOOLS: list[ToolFn] = [t.fn for t in REGISTRY.values()]
 BY_NAME: dict[str, ToolFn] = {t.name: t.fn for t in REGISTRY.values()}
 

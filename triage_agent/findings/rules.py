@@ -182,9 +182,13 @@ DEFAULTS: dict[str, Any] = {
     "compare_noise_k": 3.0,
     "compare_window_fraction": 0.05,
     "compare_min_window": 3,
+    # `triage compare BEFORE AFTER`, `compare_rounds`: a quantity moved when its change in the right direction is
+    # beyond k standard errors of the difference (ours: 2, about 95% two-sided for normal errors)
+    "before_after_noise_k": 2.0,
 }
 # thresholds read by views rather than by a finding rule
-VIEW_THRESHOLDS = frozenset({"compare_noise_k", "compare_window_fraction", "compare_min_window"})
+VIEW_THRESHOLDS = frozenset({"compare_noise_k", "compare_window_fraction", "compare_min_window",
+                             "before_after_noise_k"})
 # thresholds read when the life cycle is decided (runs/lifecycle.py, through facts.resolve), before any rule
 LIFECYCLE_THRESHOLDS = frozenset({"copy_mtime_spread_seconds"})
 
