@@ -5,6 +5,7 @@ from __future__ import annotations
 # the family modules register their rules on import; their order is the order of equal-severity findings
 from triage_agent.findings import (  # noqa: F401
     calibration,
+    calibration_inputs,
     components,
     generic,
     preference,

@@ -51,6 +51,18 @@ DEFAULTS: dict[str, Any] = {
     "interface_range_change": 0.10,
     # calibration.candidates_too_loose
     "confirmed_ratio_min": 0.30,
+    # CalibForge's input stage (seed 003, 5.1 step 2 and 3.3; findings-v4.md, the seeds end to end):
+    # calibration.too_few_candidates below 50 candidates in a calibration event (findings-v4.md default)
+    "min_candidates": 50,
+    # calibration.solvers_disagree: several solvers' verdicts (score at or above the middle of the score range)
+    # split on at least 20% of samples (ours: the seed names no number)
+    "solver_disagreement_share": 0.20,
+    # calibration.behavior_drift: early = first, late = last head_tail_fraction of the sampled steps, each with at
+    # least 30 samples; median length 1.5x apart, or a KS statistic of the score distributions >= 0.3 with the
+    # score moving unlike the gold pass rate (ours: the seed names no number)
+    "drift_length_ratio": 1.5,
+    "drift_score_ks": 0.30,
+    "drift_min_samples": 30,
     # calibration.surface_sensitive: mean |score - perturbed| as a share of the score range
     "perturbation_delta_max": 0.10,
     # calibration.miscalibrated: ECE over 10 equal-width bins
@@ -200,7 +212,7 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "ece_bins": (1, 1000), "parse_error_examples": (0, 100), "head_tail_min_points": (1, 1000),
     "min_series_steps": (1, 10**6), "flat_min_steps": (1, 10**6), "kl_window": (1, 10_000),
     "grad_spike_history": (1, 10**6), "flat_discrete_levels": (2, 1000), "overfit_min_points": (2, 10**6),
-    "not_learning_min_step": (0, 10**9), "compare_min_window": (1, 10**6), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
+    "not_learning_min_step": (0, 10**9), "compare_min_window": (1, 10**6), "min_candidates": (1, 10**9), "drift_min_samples": (1, 10**9), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
 }
 MAX_ABS = 1e6
 
