@@ -77,7 +77,8 @@ class Comparison:
                         "parts_at_step": sc.parts_at[1:], "sources": sc.sources} for sc in self.series],
             "findings": {"common": self.common,
                          "only_in": [{"run": n, "ids": ids} for n, ids in zip(self.names, self.only)]},
-            **({"before_after": self.before_after.document()} if self.before_after is not None else {}),
+            **({"before_after": self.before_after.document(compact=limit is not None)}
+               if self.before_after is not None else {}),
         }
 
 
