@@ -14,7 +14,8 @@ from triage_agent.cli import main
 PLANTED = {
     "healthy": set(),
     "boundary_collapse": {"filter.boundary_starved", "reward.boundary_suppressed", "reward.boundary_oscillating",
-                          "generator.accuracy_off_target"},
+                          "reward.boundary_variance_dominates", "generator.accuracy_off_target"},
+    "boundary_variance_near_miss": set(),
     "frozen_generator": {"rounds.generator_frozen", "rounds.selector_stale"},
     "few_rollouts": {"rollouts.too_few"},
     "reward_hacking": {"hacking.proxy_gold_divergence", "hacking.high_score_failures", "calibration.miscalibrated",

@@ -83,7 +83,7 @@ def test_commands_about_one_run_refuse_a_folder_of_several(tmp_path):
     for command in (["report", str(SAMPLES), "--offline"], ["ask", str(SAMPLES), "why?"], ["chat", str(SAMPLES)]):
         code, out, err = cli(*command)
         assert code == 2, command
-        assert f"holds {N_SAMPLES} runs, not one: boundary_collapse, calibration_healthy" in err
+        assert f"holds {N_SAMPLES} runs, not one: boundary_collapse, boundary_variance_near_miss, calibration_healthy" in err
         assert err.startswith("triage: ") and "Traceback" not in err
     code, out, _ = cli("report", str(SAMPLES), "--offline", "--run", "trl_entropy_collapse", "--json")
     assert code == 0 and [f["id"] for f in json.loads(out)["findings"]] == ["policy.entropy_collapse"]

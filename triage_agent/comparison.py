@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from triage_agent import redact
+from triage_agent import before_after, redact
 from triage_agent.analysis import compare as cmp
 from triage_agent.analysis.stats import rnd
 from triage_agent.analysis.trends import Series, SeriesSummary, summarize
+from triage_agent.before_after import BeforeAfter
 from triage_agent.findings.facts import Facts
 from triage_agent.runs.trainers import SERIES
 
@@ -38,6 +39,8 @@ class Comparison:
     only: list[list[str]]  # finding ids each run has that no other run has
     common: list[str]
     config_files: list[list[str]] = field(default_factory=list)  # each run's config files (none: nothing compared)
+    # two runs of one family (selector/generator or solver-calibration): did the change help, per seed quantity
+    before_after: BeforeAfter | None = None
 
     def config_note(self) -> str | None:
         """What the config comparison rests on, when some run has no config file to compare."""
@@ -74,6 +77,8 @@ class Comparison:
                         "parts_at_step": sc.parts_at[1:], "sources": sc.sources} for sc in self.series],
             "findings": {"common": self.common,
                          "only_in": [{"run": n, "ids": ids} for n, ids in zip(self.names, self.only)]},
+            **({"before_after": self.before_after.document(compact=limit is not None)}
+               if self.before_after is not None else {}),
         }
 
 
@@ -168,5 +173,7 @@ def compare_facts(facts: list[Facts], finding_ids: list[list[str]]) -> Compariso
     only = [[i for i in mine if not any(i in other for j, other in enumerate(ids) if j != k)]
             for k, mine in enumerate(ids)]
     common = [i for i in ids[0] if all(i in other for other in ids[1:])]
+    helped = (before_after.runs(facts[0], facts[1]) if len(facts) == 2 and facts[0].run.kind == facts[1].run.kind
+              and facts[0].run.kind in before_after.FAMILIES else None)
     return Comparison([f.run.where for f in facts], config, series, only, common,
-                      [f.run.config_files() for f in facts])
+                      [f.run.config_files() for f in facts], helped)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triage_agent import redact
+from triage_agent.analysis import rewards
+from triage_agent.analysis.stats import rnd
 from triage_agent.findings import calibration, diagnose, engine, suggest
 from triage_agent.findings.facts import Facts, resolve
 from triage_agent.findings.model import Adjustment, Diagnosis, Finding, Rejected
@@ -66,6 +68,25 @@ def rounds_summary(report: Report) -> dict[str, list[int]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+def reward_components(report: Report) -> dict[str, Any]:
+    """The last selector round's components side by side (mean, variance over its logged steps, share), for the
+    JSON document; empty for runs without a selector round."""
+    facts = report.facts
+    last = facts.last_selector
+    if last is None or last.history is None:
+        return {}
+    rows = rewards.component_rows(last.history.frame, facts.weights, facts.balance)
+    if not rows:
+        return {}
+    return {"reward_components": {
+        "round": last.name, "variance_source": last.history.source,
+        "share_source": facts.balance.source if facts.balance else None,
+        "components": [{"name": r.name, "weight": r.weight, "mean": rnd(r.mean, 4), "variance": rnd(r.variance, 6),
+                        "share": rnd(r.share, 4)} for r in rows],
+        "variance_ratio_boundary_format": rnd(rewards.variance_ratio(rows), 2),
+        "variance_vs_share": rewards.VARIANCE_VS_SHARE}}
+
+
 def report_document(report: Report) -> dict[str, Any]:
     """The JSON report document (spec: report.md, schema triage.report/v1), masked and cleaned."""
     run = report.run
@@ -96,6 +117,7 @@ def report_document(report: Report) -> dict[str, Any]:
                          "source": a.source, "default": a.default}
                         for a in report.adjustments],
         "rejected": [{"file": x.file, "key": x.key, "to": x.to, "reason": x.reason} for x in report.rejected],
+        **reward_components(report),
         **({"troubleshooting": [{"stage": t.stage, "question": t.question, "findings": t.findings,
                                   "status": t.status} for t in report.troubleshooting]}
            if report.troubleshooting else {}),

@@ -47,7 +47,7 @@ filter:
 """
 
 
-def train_config(weights: dict[str, float], boundary_rollouts: int, target: float = 0.5) -> str:
+def train_config(weights: dict[str, float], boundary_rollouts: int, target: float = 0.5, rounds: int = 3) -> str:
     w = "\n".join(f"    {k}: {v}" for k, v in weights.items())
     return f"""# Selector / generator alternating training (BAR-RAG style)
 reward:
@@ -55,6 +55,8 @@ reward:
 {w}
   boundary_rollouts: {boundary_rollouts}   # generator attempts per evidence set
   target_accuracy: {target}
+alternation:
+  num_rounds: {rounds}   # selector/generator rounds planned
 selector:
   learning_rate: 1.0e-6
   steps_per_round: {STEPS}
@@ -133,7 +135,7 @@ def selector_generator_run(run: Path, seed: int, *, easy: float, unsolvable: flo
                            layout: str = "{role}_round{n}", history_ext: str = ".csv") -> None:
     rng = np.random.default_rng(seed)
     write_text(run / "configs" / "filter_config.yaml", filter_config(easy, unsolvable, rollouts))
-    write_text(run / "configs" / "train_config.yaml", train_config(weights, boundary_rollouts))
+    write_text(run / "configs" / "train_config.yaml", train_config(weights, boundary_rollouts, rounds=len(gen_path)))
     write_table(filter_stats(rng, 2000, rollouts, easy, unsolvable, mix), run / "data" / "filter_stats.jsonl")
     rounds = len(gen_path)
     previous: pd.DataFrame | None = None
@@ -200,7 +202,8 @@ Layout: `round_<N>/<role>/`, histories as JSONL, the last selector round with pe
 samples in Parquet.
 
 Planted findings: `filter.boundary_starved` (high), `reward.boundary_suppressed` (high),
-`reward.boundary_oscillating` (medium), `generator.accuracy_off_target` (medium).
+`reward.boundary_oscillating` (medium), `reward.boundary_variance_dominates` (medium: the boundary reward's
+variance is 9.7x the format reward's in the last selector round), `generator.accuracy_off_target` (medium).
 """)
 def boundary_collapse(run: Path) -> None:
     selector_generator_run(run, 2, easy=0.4, unsolvable=0.0, rollouts=10,
@@ -238,7 +241,26 @@ def few_rollouts(run: Path) -> None:
                            gen_path=[(0.37, 0.44), (0.44, 0.48), (0.48, 0.50)])
 
 
-def calibration_config(interval: int, threshold: float) -> str:
+def noisy_rising_boundary(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A boundary reward that rises well (0.20 a round) with a noisier estimate than the healthy run's."""
+    o = 0.07 * (n - 1)
+    return ramp(0.30 + o, 0.50 + o) + rng.normal(0, 0.025, STEPS)
+
+
+@sample("boundary_variance_near_miss", """# boundary_variance_near_miss
+
+A healthy selector/generator run whose boundary reward is noisier than `healthy`'s and rises faster, so its
+variance over the last selector round is 4.6x the format reward's: close to, but under, the 5x of
+`reward.boundary_variance_dominates` (BAR-RAG seed, 4.2). Everything else is as in `healthy`.
+
+Planted findings: none of severity medium or high.
+""")
+def boundary_variance_near_miss(run: Path) -> None:
+    selector_generator_run(run, 5, easy=1.0, unsolvable=0.0, rollouts=10, weights=HEALTHY_W, boundary_rollouts=8,
+                           gen_path=[(0.36, 0.44), (0.44, 0.48), (0.48, 0.50)], boundary_override=noisy_rising_boundary)
+
+
+def calibration_config(interval: int, threshold: float, total_steps: int = 8000) -> str:
     return f"""# Policy trained against a solver (reward model / verifier), with adversarial calibration
 calibration:
   calibrate_every_steps: {interval}     # policy steps between two solver calibrations
@@ -246,6 +268,7 @@ calibration:
   score_range: [0.0, 1.0]
 policy:
   learning_rate: 1.0e-6
+  total_steps: {total_steps}  # policy steps planned
 """
 
 
@@ -288,7 +311,7 @@ def solver_run(run: Path, seed: int, *, hacking: bool) -> None:
                               "perturbation": [kinds[i % 4] for i in range(400)], "score": np.round(base, 4),
                               "perturbed_score": np.round(np.clip(base + rng.normal(0, 0.04, 400), 0, 1), 4)}),
                 run / "calibration" / "perturbations.csv")
-    write_text(run / "configs" / "calibration_config.yaml", calibration_config(interval, 0.8))
+    write_text(run / "configs" / "calibration_config.yaml", calibration_config(interval, 0.8, total_steps=8000))
 
 
 @sample("reward_hacking", """# reward_hacking
@@ -753,7 +776,7 @@ PLANTED: dict[str, set[str]] = {  # a planted run and a healthy one first: `tria
     "healthy": set(),
     "trl_oom_crash": {"log.crash"},
     "boundary_collapse": {"filter.boundary_starved", "reward.boundary_suppressed", "reward.boundary_oscillating",
-                          "generator.accuracy_off_target"},
+                          "reward.boundary_variance_dominates", "generator.accuracy_off_target"},
     "trl_healthy": set(),
     "verl_kl_explosion": {"policy.kl_explosion"},
     "reward_hacking": {"hacking.proxy_gold_divergence", "hacking.high_score_failures", "calibration.miscalibrated",
@@ -781,6 +804,7 @@ PLANTED: dict[str, set[str]] = {  # a planted run and a healthy one first: `tria
     "deepspeed_rm_fp16_warmup": set(),
     "trl_resume_jump": {"run.resume_discontinuity"},
     "trl_resume_clean": set(),
+    "boundary_variance_near_miss": set(),
 }
 
 

@@ -77,7 +77,8 @@ def key_numbers(offline: Report) -> dict[str, Any]:
         out["filter"] = _tool(offline, "filter_audit", ("band", "questions", "kept", "share_before", "share_after",
                                                         "easy_threshold", "unsolvable_threshold", "source"))
     if tools.REGISTRY["reward_balance"].offered(facts):
-        out["reward_balance"] = _tool(offline, "reward_balance", ("round", "weights", "shares", "source"))
+        out["reward_balance"] = _tool(offline, "reward_balance", ("round", "weights", "shares",
+                                                                  "variance_ratio_boundary_format", "source"))
     if tools.REGISTRY["generator_trajectory"].offered(facts):
         out["generator"] = _tool(offline, "generator_trajectory", ("target", "gap_to_target", "moved_toward_target",
                                                                    "source"))

@@ -150,7 +150,8 @@ def list_findings(facts: Facts, min_severity: Severity = "info") -> dict[str, An
 
 def findings_payload(findings: list[Finding], min_severity: str = "info") -> dict[str, Any]:
     """Findings as the model sees them: bounded evidence, at most 12, most severe first."""
-    out = [{"id": f.id, "severity": f.severity, "title": f.title, "onset_step": f.onset_step,
+    out = [{"id": f.id, "severity": f.severity, "title": f.title,
+            **({"onset_step": f.onset_step} if f.onset_step is not None else {}),
             **({"explained_by": f.explained_by} if f.explained_by else {}),
             **({"explains": list(f.explains)} if f.explains else {}), "evidence": _bounded(f.evidence),
             **({"suggestion": {k: v for k, v in f.suggestion.items() if k != "also"}} if f.suggestion else {})}
@@ -255,7 +256,7 @@ def filter_audit(facts: Facts) -> dict[str, Any]:
 
 @tool(offered=_has_selector, inline=True)
 def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
-    """Contribution share of each weighted reward component to the reward signal (within-step when per-rollout samples exist, else approximate over steps).
+    """Each reward component's weight, mean, variance over steps and contribution share (within-step when per-rollout samples exist, else approximate), the boundary/format variance ratio, and how variance and share relate.
 
     Args:
         round: a selector round name; the last selector round when omitted
@@ -270,9 +271,14 @@ def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
                           rd.samples.source if rd.samples else None)
     if bal is None:
         raise ToolRefusal("no weighted component found in the round's columns")
+    rows = rewards.component_rows(rd.history.frame, w, bal)
     return {"round": rd.name, "weights": w, "weights_key": f"{wcv.file}:{wcv.key}" if wcv else None,
             "shares": {k: _r(v) for k, v in bal.shares.items()}, "approximate": bal.approximate,
-            "steps": bal.n_steps, "source": bal.source}
+            "mean_variance": {r.name: [_r(r.mean), rnd(r.variance, 6)] for r in rows[:12]},
+            "variance_ratio_boundary_format": _r(rewards.variance_ratio(rows)),
+            "variance_vs_share": rewards.VARIANCE_VS_SHARE,
+            "steps": bal.n_steps, "source": bal.source,
+            "variance_source": rd.history.source}
 
 
 @tool(offered=_has_selector)
@@ -506,6 +512,33 @@ def compare_runs(facts: Facts, series: str | None = None) -> dict[str, Any]:
     doc["config"] = _bounded(doc["config"])
     doc["source"] = "run folders: " + ", ".join(f"{chr(65 + i)}={r.run.where}" for i, r in enumerate(runs))
     return doc
+
+
+def _has_before_after(facts: Facts) -> bool:
+    from triage_agent import before_after
+
+    return before_after.offered(facts)
+
+
+@tool(offered=_has_before_after)
+def compare_rounds(facts: Facts) -> dict[str, Any]:
+    """Did the change help? Per seed quantity (boundary mean and variance, band share, generator accuracy, score-gold correlation, high-score failures): before, after, the way it should move, a verdict; this run's rounds or calibration windows, and the --vs run as BEFORE."""
+    from triage_agent import before_after
+
+    out: dict[str, Any] = {}
+    if facts.peers:
+        vs = before_after.runs(facts.peers[0], facts)
+        out["runs"] = vs.document(compact=True) | {"runs": {"before": facts.peers[0].run.where,
+                                                             "after": facts.run.where}}
+    inside = before_after.within(facts)
+    if inside.steps:
+        out["within_run"] = inside.document(compact=True)
+    if not out:
+        raise ToolRefusal("nothing to compare: this run has fewer than two rounds and no calibration windows; "
+                          "the user names the run before the change with --vs RUN")
+    first = out.get("runs") or out["within_run"]
+    return {"summary": first["summary"], **out, "source": "run folders: " + ", ".join(
+        [*(p.run.where for p in facts.peers[:1]), facts.run.where])}
 
 
 TOOLS: list[ToolFn] = [t.fn for t in REGISTRY.values()]

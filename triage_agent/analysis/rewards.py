@@ -139,3 +139,43 @@ def balance(history: pd.DataFrame | None, samples: pd.DataFrame | None, weights:
         return Balance(contribution_shares(history, weights, False), dict(weights), True, history_source,
                        int(history["step"].nunique()))
     return None
+
+
+# How a component's variance and its contribution share relate, said once for the tool and the report.
+VARIANCE_VS_SHARE = ("A share is the weight times the covariance with the weighted total over the total's variance, so "
+                     "a component can swing the most (variance over steps) yet steer the least (share) when its "
+                     "weight is small or it moves apart from the total.")
+
+
+@dataclass(frozen=True)
+class ComponentRow:
+    """One reward component of a selector round, side by side: weight, mean and variance over the logged steps
+    (population variance of the per-step history), and its contribution share (Balance)."""
+
+    name: str
+    weight: float | None
+    mean: float
+    variance: float
+    share: float | None
+
+
+def component_rows(history: pd.DataFrame, weights: Mapping[str, float], bal: Balance | None) -> list[ComponentRow]:
+    """Mean, variance and share of each component of a round's history (the weighted names, else every numeric
+    column)."""
+    out = []
+    for c in component_columns(history, weights):
+        v = history[c].to_numpy(dtype=float)
+        v = v[np.isfinite(v)]
+        if not len(v):
+            continue
+        out.append(ComponentRow(c, weights.get(c), float(v.mean()), float(v.var()),
+                                None if bal is None else bal.shares.get(c)))
+    return out
+
+
+def variance_ratio(rows: list[ComponentRow], top: str = "boundary", bottom: str = "format") -> float | None:
+    """Var(top) / Var(bottom) over the logged steps; None when either is missing or the bottom never moves."""
+    by = {r.name: r for r in rows}
+    if top not in by or bottom not in by or by[bottom].variance <= 1e-12:
+        return None
+    return by[top].variance / by[bottom].variance

@@ -17,22 +17,26 @@ class FilterOutcome:
     unsolvable_threshold: float | None
     kept: int
     band_share_after_filter: float
+    band_kept: int = 0  # boundary-band questions the filter keeps
 
 
 def filter_outcome(acc: np.ndarray, band: tuple[float, float], easy: float | None,
                    unsolvable: float | None) -> FilterOutcome:
     keep = expected_kept(acc, easy, unsolvable)
     kept = int(keep.sum())
-    share = float((in_band(acc, band) & keep).sum() / kept) if kept else 0.0
-    return FilterOutcome(easy, unsolvable, kept, share)
+    band_kept = int((in_band(acc, band) & keep).sum())
+    share = float(band_kept / kept) if kept else 0.0
+    return FilterOutcome(easy, unsolvable, kept, share, band_kept)
 
 
 GRID = [round(x * 0.05, 2) for x in range(21)]  # human-sized threshold steps
 
 
 def search_thresholds(acc: np.ndarray, band: tuple[float, float], easy: float | None, unsolvable: float | None,
-                      target: tuple[float, float]) -> FilterOutcome:
-    """Thresholds on a 0.05 grid that bring the band share into `target` keeping the most questions.
+                      target: tuple[float, float], min_band_kept: int = 0) -> FilterOutcome:
+    """Thresholds on a 0.05 grid that bring the band share into `target` keeping the most questions, among the
+    pairs that keep at least `min_band_kept` boundary-band questions (a change "a little": the BAR-RAG seed, 5.4,
+    never meets the share by dropping a whole side of the band).
 
     When no pair reaches the target, the pair whose share is closest to it. Ties go to the
     pair nearest the current thresholds, so the change is as small as it can be.
@@ -46,14 +50,15 @@ def search_thresholds(acc: np.ndarray, band: tuple[float, float], easy: float | 
             if e is not None and u is not None and u >= e:
                 continue
             out = filter_outcome(acc, band, e, u)
-            if out.kept == 0:
+            if out.kept == 0 or out.band_kept < min_band_kept:
                 continue
             miss = max(lo_t - out.band_share_after_filter, out.band_share_after_filter - hi_t, 0.0)
             moved = abs((e or 0.0) - (easy or 0.0)) + abs((u or 0.0) - (unsolvable or 0.0))
             key = (round(miss, 9), -out.kept, moved)
             if best is None or key < best[0]:
                 best = (key, out)
-    assert best is not None, "the grid always holds a pair that keeps a question"
+    if best is None:  # nothing keeps enough of the band: the thresholds as they are
+        return filter_outcome(acc, band, easy, unsolvable)
     return best[1]
 
 

@@ -12,17 +12,24 @@ if TYPE_CHECKING:
 
 
 def arguments(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("runs", nargs="+", metavar="RUN", help="two or more run folders (the first is the reference)")
+    sp.add_argument("runs", nargs="+", metavar="RUN",
+                    help="two or more run folders (the first is the reference: BEFORE AFTER), or one run to compare "
+                         "its adjacent rounds or the windows between its calibration events")
     sp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     sp.add_argument("--html", metavar="FILE", help="also write an HTML page with the curves overlaid")
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.commands.compare import compare
+    from triage_agent.comparison import Comparison
     from triage_agent.render import compare as view
 
     result = compare(args.runs)
-    write_page(args.html, lambda: view.html(result), err, "HTML page")
+    if isinstance(result, Comparison):
+        page = result
+        write_page(args.html, lambda: view.html(page), err, "HTML page")
+    elif args.html:
+        err.print("note: --html overlays the curves of two runs or more; one run's rounds are shown as a table")
     emit(out, args.json, result)
     return 0
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from triage_agent import before_after
+from triage_agent.before_after import BeforeAfter
 from triage_agent.comparison import Comparison, compare_facts
 from triage_agent.errors import BadInput
 from triage_agent.report import Report, offline_report
@@ -12,10 +14,17 @@ from triage_agent.runs.load import load_run
 MAX_RUNS = 8  # side by side; more is a sweep (`triage inspect DIR`)
 
 
-def compare(paths: list[str | Path]) -> Comparison:
-    """Load each run (each must be one run, not a folder of several) and compare them."""
-    if len(paths) < 2:
-        raise BadInput("compare needs two runs or more: triage compare A B")
+def compare(paths: list[str | Path]) -> Comparison | BeforeAfter:
+    """Load each run (each must be one run, not a folder of several) and compare them; one run is compared with
+    itself, round by round (or window by window between its calibration events)."""
+    if not paths:
+        raise BadInput("compare needs a run: triage compare BEFORE AFTER, or triage compare RUN for its rounds")
+    if len(paths) == 1:
+        facts = offline_report(load_run(paths[0])).facts
+        if not before_after.offered(facts):
+            raise BadInput(f"{paths[0]}: one run is compared round by round or between calibration events, and "
+                           "this one has neither; give two runs: triage compare BEFORE AFTER")
+        return before_after.within(facts)
     if len(paths) > MAX_RUNS:
         raise BadInput(f"compare takes at most {MAX_RUNS} runs; for a whole sweep use `triage inspect DIR`")
     reports: list[Report] = [offline_report(load_run(p)) for p in paths]

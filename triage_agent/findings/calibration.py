@@ -16,6 +16,7 @@ from triage_agent.findings.facts import Facts, number, suggestion
 from triage_agent.findings.model import Finding, Severity
 from triage_agent.findings.registry import rule
 from triage_agent.findings.rules import Rules, ge, gt
+from triage_agent.runs import gold
 from triage_agent.runs.model import Run
 
 SOLVER = ("solver_calibration",)  # the runs these rules judge (their rounds or tables make the paradigm)
@@ -44,11 +45,12 @@ def proxy_gold_divergence(facts: Facts, rules: Rules) -> Finding | None:
     late = pg.rho_second_half is not None and pg.rho_second_half <= rules["second_half_rho_max"]
     if not (trend or late):
         return None
+    logged = gold.logged_as(eh.frame)
     return Finding(
         "hacking.proxy_gold_divergence", "high",
-        f"Proxy reward rose {pg.proxy_first:.2f} → {pg.proxy_last:.2f} while gold pass rate went "
-        f"{pg.gold_first:.2f} → {pg.gold_last:.2f}",
-        {"rho_step_proxy": rnd(pg.rho_proxy), "rho_step_gold": rnd(pg.rho_gold),
+        f"Proxy reward rose {pg.proxy_first:.2f} → {pg.proxy_last:.2f} while "
+        f"{'gold pass rate' if logged == gold.GOLD else logged} went {pg.gold_first:.2f} → {pg.gold_last:.2f}",
+        {"gold_series": logged, "rho_step_proxy": rnd(pg.rho_proxy), "rho_step_gold": rnd(pg.rho_gold),
          "rho_proxy_gold_second_half": rnd(pg.rho_second_half), "divergence_step": pg.divergence_step,
          "points": pg.n, "source": eh.source},
         concerns=USE, stage="symptom")
@@ -190,16 +192,32 @@ class Stage:
     status: str
 
 
+def _symptom_unchecked(run: Run) -> str | None:
+    """Why the proxy-vs-gold symptom could not be checked, naming the columns that would let it; None when it was."""
+    columns = " or ".join(gold.GOLD_NAMES)
+    eh = run.eval_history
+    if eh is None:
+        return (f"proxy reward vs gold could not be checked: no eval_history table; one with step, proxy_reward and a gold series "
+                f"({columns}) would let it")
+    missing = [c for c in ("proxy_reward", gold.GOLD) if c not in eh.frame.columns]
+    if not missing:
+        return None
+    if gold.GOLD in missing:
+        return f"proxy reward vs gold could not be checked: {eh.source} has no gold series; a column {columns} would let it"
+    return f"proxy reward vs gold could not be checked: {eh.source} has no proxy_reward column, which would let it"
+
+
 def troubleshooting(run: Run, findings: list[Finding]) -> list[Stage]:
     """The order in which to look at a calibration run, with what each stage found."""
     out = []
     for stage, question in STAGES:
         ids = [f.id for f in findings if f.stage == stage]
         status = "problem" if ids else "ok"
-        if stage == "validation" and run.eval_history is not None:
-            cols = set(run.eval_history.frame.columns)
-            if "gold_pass_rate" not in cols and "human_pass_rate" not in cols:
-                status = "unknown: eval_history has no gold or human pass rate, only the solver's own score"
+        if stage == "validation" and run.eval_history is not None and gold.GOLD not in run.eval_history.frame.columns:
+            status = "unknown: eval_history has no gold or human pass rate, only the solver's own score"
+        unchecked = _symptom_unchecked(run) if stage == "symptom" else None
+        if unchecked:
+            status = f"problem; {unchecked}" if ids else f"unknown: {unchecked}"
         if stage == "inputs" and run.perturbations is None and not ids:
             status = "unknown: no perturbations table"
         out.append(Stage(stage, question, ids, status))

@@ -56,6 +56,8 @@ LINKS: tuple[Link, ...] = (
     Link("agent.tool_failures", ("agent.turns_collapsed",), "failing tool calls end episodes early"),
     Link("filter.boundary_starved", ("generator.accuracy_off_target",), "the selector's boundary signal is weak"),
     Link("reward.boundary_suppressed", ("generator.accuracy_off_target",), "the selector's boundary signal is weak"),
+    Link("reward.boundary_variance_dominates", ("generator.accuracy_off_target",),
+         "the boundary reward is noise the optimiser cannot follow"),
     Link("reward.boundary_oscillating", ("generator.accuracy_off_target",), "the selector's boundary signal is weak"),
     Link("rounds.generator_frozen", ("generator.accuracy_off_target",), "the generator did not move between rounds"),
 )

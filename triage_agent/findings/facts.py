@@ -282,5 +282,6 @@ def resolve(run: Run) -> Facts:
     """The run's facts with its `[rules]` applied (unknown rule names kept for a note)."""
     rules, unknown = rules_for(run.rule_overrides)
     # the life cycle is read off the run's evidence with the run's own thresholds, before any rule looks at it
-    run.lifecycle, run.lifecycle_evidence = lifecycle.decide(run, rules["stopped_share"], rules["stale_minutes"])
+    run.lifecycle, run.lifecycle_evidence = lifecycle.decide(run, rules["stopped_share"], rules["stale_minutes"],
+                                                             rules["copy_mtime_spread_seconds"])
     return Facts(run, rules, unknown)

@@ -92,6 +92,11 @@ def truncated(facts: Facts, rules: Rules) -> Finding | None:
          "mean_completion_length": rnd(length[0], 1) if length else None, "source": facts.run.metrics.source})
 
 
+# the completion-length limit's config keys: TRL max_completion_length, verl max_response_length, Tinker and vLLM
+# max_tokens, transformers max_new_tokens
+CAP_KEYS = ("max_completion_length", "max_response_length", "max_tokens", "max_new_tokens")
+
+
 def _at_one_length(facts: Facts, rules: Rules) -> Finding | None:
     """No clipped share logged: a batch-mean completion length that is the same to the token on every tail step
     (at least 3) says every completion had that one length, the cap (a Tinker distillation run of batch A: exactly
@@ -103,6 +108,11 @@ def _at_one_length(facts: Facts, rules: Rules) -> Finding | None:
     if len(t) < 3 or float(t.min()) != float(t.max()) or t[0] <= 0 or float(t[0]) != int(t[0]):
         return None
     cap = float(t[0])
+    # one length is the cap only where it is one: the configured limit, or where none is read a round limit (a
+    # multiple of 256 tokens). A collapsed policy that says the same 50 tokens every time is one length too
+    limit = next((v for k in CAP_KEYS if (v := facts.number(k)) is not None and v > 0), None)
+    if (limit is not None and cap != limit) or (limit is None and (cap < 256 or cap % 256)):
+        return None
     at = s.values == cap
     first = int(np.flatnonzero(~at)[-1]) + 1 if (~at).any() else 0  # the run of steps at the cap that ends the run
     return Finding(

@@ -19,6 +19,10 @@ DEFAULTS: dict[str, Any] = {
     # reward.boundary_suppressed: format/boundary weight ratio, boundary contribution share
     "format_boundary_ratio": 3.0,
     "boundary_share_min": 0.40,
+    # reward.boundary_variance_dominates: Var(boundary) >= 5x Var(format) over the last selector round's logged
+    # steps (BAR-RAG seed, shared/seeds/000_4933788cbac857c9.txt 4.2: "boundary reward variance 5x the format
+    # reward's or more"; findings-v4.md)
+    "boundary_variance_ratio": 5.0,
     # reward.boundary_oscillating: swing ratio and Spearman rho of the last selector round
     "swing_ratio_max": 0.25,
     "boundary_rho_min": 0.5,
@@ -47,6 +51,18 @@ DEFAULTS: dict[str, Any] = {
     "interface_range_change": 0.10,
     # calibration.candidates_too_loose
     "confirmed_ratio_min": 0.30,
+    # CalibForge's input stage (seed 003, 5.1 step 2 and 3.3; findings-v4.md, the seeds end to end):
+    # calibration.too_few_candidates below 50 candidates in a calibration event (findings-v4.md default)
+    "min_candidates": 50,
+    # calibration.solvers_disagree: several solvers' verdicts (score at or above the middle of the score range)
+    # split on at least 20% of samples (ours: the seed names no number)
+    "solver_disagreement_share": 0.20,
+    # calibration.behavior_drift: early = first, late = last head_tail_fraction of the sampled steps, each with at
+    # least 30 samples; median length 1.5x apart, or a KS statistic of the score distributions >= 0.3 with the
+    # score moving unlike the gold pass rate (ours: the seed names no number)
+    "drift_length_ratio": 1.5,
+    "drift_score_ks": 0.30,
+    "drift_min_samples": 30,
     # calibration.surface_sensitive: mean |score - perturbed| as a share of the score range
     "perturbation_delta_max": 0.10,
     # calibration.miscalibrated: ECE over 10 equal-width bins
@@ -217,6 +233,13 @@ DEFAULTS: dict[str, Any] = {
     # run.stopped_early / run.in_progress: last step < 90% of the planned total; newest file 15 minutes old
     "stopped_share": 0.90,
     "stale_minutes": 15,
+    # ... but not when 3 or more files all share one modification time within 2 s (ours): a copy, a git clone or an
+    # extracted archive writes every file at once, a training run writes its config first and its logs as it goes
+    "copy_mtime_spread_seconds": 2.0,
+    # a filter-threshold suggestion keeps at least half of the boundary-band questions the current thresholds keep:
+    # the BAR-RAG seed (5.4) tightens the unsolvable threshold "a little" to bring the band share to 25-35%; meeting
+    # it by dropping every band question below 0.5 (unsolvable 0.0 -> 0.5) is not a little (issue 37)
+    "suggest_band_keep_min": 0.5,
     # suggestion targets (findings.md, Definitions)
     "target_band_share_lo": 0.25,
     "target_band_share_hi": 0.35,
@@ -230,9 +253,15 @@ DEFAULTS: dict[str, Any] = {
     "compare_noise_k": 3.0,
     "compare_window_fraction": 0.05,
     "compare_min_window": 3,
+    # `triage compare BEFORE AFTER`, `compare_rounds`: a quantity moved when its change in the right direction is
+    # beyond k standard errors of the difference (ours: 2, about 95% two-sided for normal errors)
+    "before_after_noise_k": 2.0,
 }
 # thresholds read by views (and the engine's chains) rather than by a finding rule
-VIEW_THRESHOLDS = frozenset({"compare_noise_k", "compare_window_fraction", "compare_min_window", "chain_onset_slack"})
+VIEW_THRESHOLDS = frozenset({"compare_noise_k", "compare_window_fraction", "compare_min_window", "chain_onset_slack",
+                             "before_after_noise_k"})
+# thresholds read when the life cycle is decided (runs/lifecycle.py, through facts.resolve), before any rule
+LIFECYCLE_THRESHOLDS = frozenset({"copy_mtime_spread_seconds"})
 
 
 # Counts, windows and bin numbers: whole numbers in these ranges (a huge ece_bins would allocate and loop
@@ -242,7 +271,9 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "ece_bins": (1, 1000), "parse_error_examples": (0, 100), "head_tail_min_points": (1, 1000),
     "min_series_steps": (1, 10**6), "flat_min_steps": (1, 10**6), "kl_window": (1, 10_000),
     "grad_spike_history": (1, 10**6), "flat_discrete_levels": (2, 1000), "overfit_min_points": (2, 10**6),
-    "not_learning_min_step": (0, 10**9), "degenerate_min_samples": (1, 10**9), "flat_validation_points": (2, 10**6), "resume_window": (1, 10_000), "compare_min_window": (1, 10**6), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
+    "not_learning_min_step": (0, 10**9), "degenerate_min_samples": (1, 10**9), "flat_validation_points": (2, 10**6),
+    "resume_window": (1, 10_000), "compare_min_window": (1, 10**6), "min_candidates": (1, 10**9),
+    "drift_min_samples": (1, 10**9), "grad_spike_high_count": (1, 10**6), "stale_minutes": (0, 10**6),
 }
 MAX_ABS = 1e6
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from triage_agent.analysis import rewards, rounds, whatif
@@ -46,7 +47,7 @@ def _with_threshold_suggestion(facts: Facts, rules: Rules, fid: str, severity: S
 
 
 @rule("filter.boundary_starved", FAMILY, ("band_share_min", "band_share_drop", "band_dropped_fraction",
-                                          "target_band_share_lo", "target_band_share_hi"),
+                                          "target_band_share_lo", "target_band_share_hi", "suggest_band_keep_min"),
       cause="The pre-training filter drops most questions near the generator's 50% zone, so the selector sees "
             "few examples where its evidence choice changes the outcome.",
       rationale="Loosen the filter so that more boundary-band questions survive it.", paradigms=SELECTOR)
@@ -59,7 +60,8 @@ def boundary_starved(facts: Facts, rules: Rules) -> Finding | None:
         f"The filter left {a.share_after:.0%} boundary questions ({a.share_before:.0%} before it)")
 
 
-@rule("filter.boundary_overloaded", FAMILY, ("band_share_max", "target_band_share_lo", "target_band_share_hi"),
+@rule("filter.boundary_overloaded", FAMILY, ("band_share_max", "target_band_share_lo", "target_band_share_hi",
+                                            "suggest_band_keep_min"),
       cause="Too many kept questions sit in the boundary band; the generator trains mostly on hard questions and "
             "its accuracy tends to fall.",
       rationale="Tighten the filter so that fewer hard boundary questions dominate training.", paradigms=SELECTOR)
@@ -76,9 +78,12 @@ def _threshold_suggestion(facts: Facts, rules: Rules) -> tuple[dict[str, Any], d
     assert facts.run.filter_stats is not None
     acc = facts.run.filter_stats.frame["accuracy"].to_numpy(dtype=float)
     easy, uns = facts.number("easy_threshold"), facts.number("unsolvable_threshold")
+    now = whatif.filter_outcome(acc, facts.band, easy, uns)
+    least = math.ceil(rules["suggest_band_keep_min"] * now.band_kept - 1e-9)  # "a little": most of the band stays
     best = whatif.search_thresholds(acc, facts.band, easy, uns,
-                                    (rules["target_band_share_lo"], rules["target_band_share_hi"]))
-    predicted = {"band_share_after_filter": rnd(best.band_share_after_filter), "kept": best.kept}
+                                    (rules["target_band_share_lo"], rules["target_band_share_hi"]), least)
+    predicted = {"band_share_after_filter": rnd(best.band_share_after_filter), "kept": best.kept,
+                 "band_questions_before": now.band_kept, "band_questions_after": best.band_kept}
     for leaf, new, old in (("easy_threshold", best.easy_threshold, easy),
                            ("unsolvable_threshold", best.unsolvable_threshold, uns)):
         cv = facts.config(leaf)
@@ -150,6 +155,31 @@ def boundary_suppressed(facts: Facts, rules: Rules) -> Finding | None:
     if ratio is not None and ge(ratio, rules["format_boundary_ratio"]):
         title += f"; format weight is {ratio:g}x the boundary weight"
     return Finding("reward.boundary_suppressed", "high", title, evidence, sug)
+
+
+@rule("reward.boundary_variance_dominates", FAMILY, ("boundary_variance_ratio",),
+      cause="The boundary reward's variance is several times the format reward's: its signal is noise the "
+            "optimiser cannot follow.",
+      rationale="Steadier boundary estimates (more rollouts per evidence set) and a boundary weight that carries "
+                "the signal.",
+      fix="steady the boundary estimate (boundary_rollouts >= 5) and keep the filter's boundary band share at "
+          "25-35%, then compare the rounds' boundary variance (`triage compare`)", paradigms=SELECTOR)
+def boundary_variance_dominates(facts: Facts, rules: Rules) -> Finding | None:
+    last = facts.last_selector
+    if last is None or last.history is None:
+        return None
+    rows = rewards.component_rows(last.history.frame, facts.weights, facts.balance)
+    ratio = rewards.variance_ratio(rows)
+    if ratio is None or not ge(ratio, rules["boundary_variance_ratio"]):
+        return None
+    by = {r.name: r for r in rows}
+    return Finding(
+        "reward.boundary_variance_dominates", "medium",
+        f"The boundary reward's variance in {last.name} is {ratio:.1f}x the format reward's "
+        f"(at least {rules['boundary_variance_ratio']:g}x)",
+        {"round": last.name, "variance_ratio": rnd(ratio, 2),
+         "variance": {"boundary": rnd(by["boundary"].variance, 6), "format": rnd(by["format"].variance, 6)},
+         "source": last.history.source})
 
 
 @rule("reward.boundary_oscillating", FAMILY, ("swing_ratio_max", "boundary_rho_min"),

@@ -98,8 +98,12 @@ def simulate(facts: Facts, changes: list[tuple[ConfigValue, float]]) -> Simulati
         uns = leaf_new.get("unsolvable_threshold", facts.number("unsolvable_threshold"))
         acc = run.filter_stats.frame["accuracy"].to_numpy(dtype=float)
         out = whatif.filter_outcome(acc, facts.band, easy, uns)
-        filter_pred = {"band_share_after_filter": rnd(out.band_share_after_filter), "kept": out.kept}
-        filter_ok = rules["target_band_share_lo"] <= out.band_share_after_filter <= rules["target_band_share_hi"]
+        now = whatif.filter_outcome(acc, facts.band, facts.number("easy_threshold"), facts.number("unsolvable_threshold"))
+        filter_pred = {"band_share_after_filter": rnd(out.band_share_after_filter), "kept": out.kept,
+                       "band_questions_before": now.band_kept, "band_questions_after": out.band_kept}
+        # a change that meets the share by dropping more than half of the band is not "a little" (BAR-RAG 5.4)
+        filter_ok = (rules["target_band_share_lo"] <= out.band_share_after_filter <= rules["target_band_share_hi"]
+                     and out.band_kept >= rules["suggest_band_keep_min"] * now.band_kept - 1e-9)
         for leaf in ("easy_threshold", "unsolvable_threshold"):
             sim.predicted[leaf], sim.meets[leaf] = filter_pred, filter_ok
     # reward weights

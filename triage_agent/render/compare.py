@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from triage_agent import redact
+from triage_agent.analysis import before_after as ba
+from triage_agent.before_after import BeforeAfter
 from triage_agent.comparison import Comparison
 from triage_agent.render.terminal import fmt_value
 from triage_agent.render.text import LiteralTable, html_text, literal
@@ -20,9 +23,37 @@ def _label(i: int) -> str:
     return chr(ord("A") + i)
 
 
+def before_after_table(r: BeforeAfter) -> list[Any]:
+    """Did the change help: the summary line first, then per comparison each quantity before and after, the
+    direction it should move and its verdict."""
+    out: list[Any] = [literal(f"Did the change help? {r.summary}", "bold")]
+    style = {ba.IMPROVED: "green", ba.WORSE: "red"}
+    for s in r.steps:
+        t = LiteralTable(title=f"{s.before} → {s.after}: {s.summary}", expand=False)
+        for col in ("quantity", "before", "after", "should move", "verdict", "noise (se of diff)"):
+            t.add_column(col)
+        for row in s.rows:
+            t.add_row(row.quantity, _num(row.before), _num(row.after), row.direction,
+                      Text(row.verdict, style.get(row.verdict, "")), _num(row.noise))
+        out.append(t)
+    out.append(literal(f"noise: a change counts beyond {r.k:g} standard errors of the difference (the series' own "
+                       "step-to-step scatter for means, binomial for shares, Fisher's z for correlations)", "dim"))
+    out += [literal(f"note: {n}", "dim") for n in r.notes]
+    return out
+
+
+def render_before_after(r: BeforeAfter, console: Console) -> None:
+    console.print(literal(f"{r.kind} of {', '.join(r.names)}", "bold"))
+    for part in before_after_table(r):
+        console.print(part)
+
+
 def render(c: Comparison, console: Console) -> None:
     for i, name in enumerate(c.names):
         console.print(literal(f"{_label(i)}: {name}", "bold"))
+    if c.before_after is not None:
+        for part in before_after_table(c.before_after):
+            console.print(part)
     note = c.config_note()
     if note:
         console.print(literal(f"Config: {note}.", "yellow"))

@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
+from triage_agent.analysis import rewards
 from triage_agent.findings import chains
 from triage_agent.findings.model import Finding
 from triage_agent.render import calibration
@@ -148,6 +149,32 @@ def rounds_table(report: Report) -> LiteralTable | None:
         t.add_row(rname, name, _num(st.mean), f"{_num(st.first)}→{_num(st.last)}",
                   "" if st.rho_step is None else f"{st.rho_step:+.2f}",
                   "" if st.swing is None else f"{st.swing:.2f}", sparkline(st.spark))
+    return t
+
+
+def components_table(report: Report) -> LiteralTable | None:
+    """The last selector round's reward components side by side: weight, mean, variance over the logged steps,
+    contribution share; the boundary/format variance ratio and how variance and share relate under it."""
+    facts = report.facts
+    last = facts.last_selector
+    if last is None or last.history is None:
+        return None
+    rows = rewards.component_rows(last.history.frame, facts.weights, facts.balance)
+    if not rows:
+        return None
+    ratio = rewards.variance_ratio(rows)
+    basis = (f"shares within steps from {facts.balance.source}" if facts.balance and not facts.balance.approximate
+             else "shares approximate, over steps")
+    t = LiteralTable(title=f"Reward components ({last.name})", expand=False,
+                     caption=literal(f"variance over the {len(last.history.frame)} logged steps of {last.history.source}; "
+                                     f"{basis}. "
+                                     + (f"Boundary/format variance ratio {ratio:.1f}x. " if ratio is not None else "")
+                                     + rewards.VARIANCE_VS_SHARE))
+    for col in ("component", "weight", "mean", "variance", "share"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.name, "" if r.weight is None else fmt_value(r.weight), _num(r.mean), f"{r.variance:.3g}",
+                  "" if r.share is None else f"{r.share:.0%}")
     return t
 
 
@@ -322,7 +349,8 @@ def render(report: Report, console: Console) -> None:
         console.print(panel)
     for line in fixes(report):
         console.print(line)
-    for part in (metrics_table(report), rounds_table(report), filter_panel(report), generator_panel(report)):
+    for part in (metrics_table(report), rounds_table(report), components_table(report), filter_panel(report),
+                 generator_panel(report)):
         if part is not None:
             console.print(part)
     for extra in calibration.parts(report):

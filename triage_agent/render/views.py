@@ -18,6 +18,7 @@ VIEWS: dict[str, str] = {
     "triage_agent.report:Report": "triage_agent.render.terminal:render",
     "triage_agent.commands.sweep:SweepResult": "triage_agent.render.sweep:render",
     "triage_agent.comparison:Comparison": "triage_agent.render.compare:render",
+    "triage_agent.before_after:BeforeAfter": "triage_agent.render.compare:render_before_after",
     "triage_agent.commands.eval:EvalResult": "triage_agent.render.evaluation:render",
     "triage_agent.commands.doctor:DoctorResult": "triage_agent.render.terminal:doctor_view",
 }

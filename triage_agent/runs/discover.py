@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import stat as statmod
 import sys
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from typing import Any
 
 from triage_agent import bounded
 from triage_agent.errors import BadInput
+from triage_agent.runs import round_names
 from triage_agent.runs.configs import CONFIG_SUFFIXES
 from triage_agent.runs.formats import FORMATS
 from triage_agent.runs.model import ParseError
@@ -35,9 +35,8 @@ CONFIG_NAMES = ("args.json", "training_args.json", "sft_args.json")
 TABLE_ROLES = ("filter_stats", "reward_history", "reward_samples", "eval_history", "solver_scores",
                "calibration_events", "perturbations")
 ROUND_ROLES = ("reward_history", "reward_samples", "round_meta")
+FORMAT_NAMES = frozenset(f.name for f in FORMATS)
 
-_ROUND_DIR = re.compile(r"^(?P<role>[A-Za-z][A-Za-z0-9-]*?)_round_?(?P<n>\d+)$")
-_ROUND_ONLY = re.compile(r"^round_?(?P<n>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -96,16 +95,9 @@ def load_manifest(root: Path) -> tuple[Manifest, list[ParseError]]:
 
 
 def round_of(rel_parts: tuple[str, ...]) -> tuple[str, int] | None:
-    """`selector_round2/x`, `round2/selector/x`, `round_2/selector/x` -> (role, 2)."""
-    dirs = rel_parts[:-1]
-    for i, part in enumerate(dirs):
-        m = _ROUND_DIR.match(part)
-        if m and m.group("role").lower() != "round":
-            return m.group("role").lower(), int(m.group("n"))
-        m = _ROUND_ONLY.match(part)
-        if m and i + 1 < len(dirs):
-            return dirs[i + 1].lower(), int(m.group("n"))
-    return None
+    """`selector_round2/x`, `round2/selector/x`, `round_2/selector/x`, `selector_round2_reward_history.jsonl`
+    -> (role, 2) (runs/round_names.py)."""
+    return round_names.round_of(rel_parts)
 
 
 def _walk(root: Path, notes: list[str] | None = None) -> list[Path]:
@@ -148,6 +140,8 @@ def classify(path: Path, rel: str) -> str | None:
             break
     if suffix in TABLE_SUFFIXES and stem in TABLE_ROLES:
         return stem
+    if suffix in TABLE_SUFFIXES and (named := round_names.table_role(name)) is not None:
+        return named  # the seed's flat layout: rewards/selector_round1_reward_history.jsonl
     for fmt in FORMATS:
         if fmt.sniff(path, rel):
             return fmt.name
@@ -196,6 +190,7 @@ def discover(root: Path, manifest: Manifest, only: str | None = None) -> tuple[l
             role = classify(path, rel)
         if role is None:
             continue
-        rr = round_of(Path(rel).parts) if role in ROUND_ROLES else None
+        # a round table's round, and a trainer file's (a round's log of step lines may be its history)
+        rr = round_of(Path(rel).parts) if role in ROUND_ROLES or role in FORMAT_NAMES else None
         found.append(Found(path, rel, role, rr[0] if rr else None, rr[1] if rr else None))
     return found, notes

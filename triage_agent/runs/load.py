@@ -16,7 +16,7 @@ import pandas as pd
 from triage_agent import bounded, safejson
 from triage_agent.errors import BadInput
 from triage_agent.runs import discover as disc
-from triage_agent.runs import paradigm, remote, sweep, trainers
+from triage_agent.runs import gold, paradigm, remote, round_names, sweep, trainers
 from triage_agent.runs.configs import flatten, load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.base import Columns
@@ -216,6 +216,8 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
     try:
         mtime = f.path.stat().st_mtime
         run.newest_mtime = mtime if run.newest_mtime is None else max(run.newest_mtime, mtime)
+        run.oldest_mtime = mtime if run.oldest_mtime is None else min(run.oldest_mtime, mtime)
+        run.mtime_files += 1
     except OSError:
         pass
     run.files.append(SourceFile(f.rel, f.role))
@@ -255,6 +257,11 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
         if frame is not None:
             frame, errs = normalize(frame, f.role, f.rel, manifest.columns)
             run.parse_errors += errs
+        if frame is not None and f.role == "eval_history":
+            frame, alias = gold.by_meaning(frame)
+            if alias:
+                run.notes.append(f"{f.rel}: the gold series is {alias} (a pass rate by meaning: it serves as "
+                                 f"{gold.GOLD})")
         if frame is not None and getattr(run, f.role) is None:
             setattr(run, f.role, Table(frame, f.rel))
     elif f.role in BY_NAME:
@@ -287,7 +294,30 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
             run.finished = run.finished or f"{f.rel}: {got.finished}"
         run.files[-1] = SourceFile(f.rel, f.role, rows=got.row_count + len(got.eval_rows) + len(got.samples),
                                    read_as=read_as)
-        trainer.add(f.rel, got)
+        if not _as_round_history(f, got, rounds, manifest):
+            trainer.add(f.rel, got)
+
+
+def _as_round_history(f: disc.Found, got: FormatRead, rounds: dict[tuple[str, int], Round],
+                      manifest: disc.Manifest) -> bool:
+    """A round's log of step lines (`generator_round2/train.log`) read as that round's reward history, when the
+    round has no history table and the rows hold what the role logs (boundary reward, accuracy). True when taken:
+    the rows are the round's, not the run's trainer metrics."""
+    if f.round_role is None or f.round_index is None or not got.row_count:
+        return False
+    key = (f.round_role, f.round_index)
+    if key in rounds and rounds[key].history is not None:
+        return True  # the round's own table already holds its history; the log's rows are the same steps
+    rows = got.rows if got.rows else got.columns.rows() if got.columns is not None else []
+    frame = round_names.history_from_rows(rows, f.round_role)
+    if frame is None:
+        return False
+    frame, _errs = normalize(frame, "reward_history", f.rel, manifest.columns)
+    if frame is None:
+        return False
+    rnd = rounds.setdefault(key, Round(role=key[0], index=key[1]))
+    rnd.history = Table(frame.sort_values("step", kind="stable").reset_index(drop=True), f.rel)
+    return True
 
 
 _PARADIGM_ROWS = 200  # rows per source whose keys tell the paradigm (every key shows up early; bounded work)

@@ -218,6 +218,8 @@ class Run:
     planned_steps: tuple[int, str] | None = None  # (planned total, where it was read)
     trainer: str | None = None
     newest_mtime: float | None = None  # of the run's files: is it still being written?
+    oldest_mtime: float | None = None  # with newest_mtime: files that all share one time were copied together
+    mtime_files: int = 0  # how many files gave a modification time
     now: float = 0.0  # when the run was read (the clock rules compare mtimes with)
     logs: list[LogScan] = field(default_factory=list)
     parse_errors: list[ParseError] = field(default_factory=list)

@@ -28,3 +28,9 @@ PROFILE = Profile(
     done_lines=tuple(rf"{what} {is_}{word}\b" for what in ("[Tt]raining", "[Ff]ine-tuning") for is_ in ("", "is ")
                      for word in ("completed?", "finished")),
 )
+
+# The gold signal of a solver-calibration run's eval_history: a pass rate a check other than the solver gave, by
+# meaning rather than one spelling. The CalibForge seed's symptom is "reward up, human spot-check pass rate flat"
+# (shared/seeds/003_da881eecb61719ed.txt, intro and 3.4); run-format.md lists human_pass_rate beside
+# gold_pass_rate. First present wins: an exact check before a human one, a rate before a score.
+GOLD_NAMES = ("gold_pass_rate", "human_pass_rate", "spot_check_pass_rate", "manual_pass_rate", "human_eval")
