@@ -135,7 +135,8 @@ class MetricTables(Dialect):
     order = 45
     name = "tinker tables"
     trainer = "tinker"
-    markers = (b"\xe2\x94\x83", b"non-retryable error: ")  # ┃: a Rich table's heavy header bar (ANSI codes follow it)
+    # the header row `┃ Metric ┃ Value ┃`, plain or coloured (Rich's SGR code ends in `m`, glued to the word)
+    markers = (b"\xe2\x94\x83 Metric", b"mMetric ", b"non-retryable error: ")
     supersedes = ("generic lines",)
     examples = ("┃ Metric                         ┃ Value       ┃",
                 "tinker.lib.retry_handler:222 [ERROR] Request failed with non-retryable error: BadRequestError: "
