@@ -423,3 +423,19 @@ def test_a_length_at_one_value_to_the_token_is_the_cap(make_run):
     rep = inspect(make_run({"trainer_state.json": state(rows_of({"completions/mean_length": near,
                                                                   "reward": alt(0.4, 0.05, 30)}))}))
     assert "generation.truncated" not in ids(rep)
+
+
+def test_printed_samples_are_judged_and_a_block_without_an_end_closes(make_run):
+    # verl's reward manager prints [prompt] / [response] / [ground_truth] / [score]; 10 of the 20 responses loop
+    lines = ["step:1 - critic/score/mean:0.5\n"]
+    for i in range(20):
+        text = "again and again and again " * 10 if i % 2 else f"x is {i}, so the sum of both sides is {i + 1}."
+        lines += [f"[prompt] question {i}\n", f"[response] {text}\n", "[ground_truth] 4\n", "[score] 0.0\n"]
+    lines += [f"step:{s} - critic/score/mean:0.5\n" for s in range(2, 12)]
+    rep = inspect(make_run({"verl_demo.log": "".join(lines)}))
+    assert rep.run.rollouts is not None and list(rep.run.rollouts.frame["degenerate"]).count("loop") == 10
+    # a [Model Response] block that never ends is judged on its first 200 lines; the step lines after it are read
+    block = "[Model Response]\n" + "the same words said again and again\n" * 5000
+    steps = "".join(f"step:{s} - critic/score/mean:0.5\n" for s in range(1, 31))
+    rep = inspect(make_run({"verl_demo.log": block + steps}))
+    assert rep.run.logs[0].last_step == 30 and len(rep.run.logs[0].samples) == 1

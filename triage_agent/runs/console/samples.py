@@ -11,6 +11,7 @@ from triage_agent.runs.console.dialect import Dialect, Line, Sink
 
 MAX_SAMPLES = 20_000  # judged per log (bounded work); the count says how many were
 MAX_EXCERPTS = 3
+MAX_LINES = 200  # of a completion gathered (a block with no end line must not hold the scan line by line)
 _ENDS = ("[ground_truth]", "[score]", "[prompt]", "[Model Response]", "[response]", "[Final", "[Ground Truth",
          "==========")
 
@@ -39,9 +40,11 @@ class PrintedSamples(Dialect):
         if self.parts is not None:
             if text.lstrip().startswith(_ENDS):
                 self._judge(sink)
-            elif self.size < degenerate.MAX_CHARS:
+            else:
                 self.parts.append(text)
                 self.size += len(text) + 1
+                if self.size >= degenerate.MAX_CHARS or len(self.parts) >= MAX_LINES:
+                    self._judge(sink)  # judged on its head: the rest of the log goes back to the fast scan
                 return False
         stripped = text.lstrip()
         if stripped.startswith("[response]"):
