@@ -148,6 +148,7 @@ class AcmeLines(Dialect):
     name = "acme lines"
     trainer = "acme-rl"
     markers = (b"acme> update ",)
+    sniff = rb"^acme> update \\d+/\\d+: "  # claims a capture of any name (nohup.out, train.txt)
     examples = ("acme> update 12/400: ret=0.51 ent=0.93 klref=0.01",)
 
     def read(self, line: Line, sink: Sink) -> bool:
@@ -233,7 +234,7 @@ def test_a_new_trainer_s_console_is_read_by_the_dialect_its_profile_file_defines
     run = tmp_path / "run"
     run.mkdir()
     lines = [f"acme> update {i}/400: ret={0.2 + 0.001 * i:.4f} ent={0.97 ** i:.6f} klref=0.01" for i in range(1, 101)]
-    (run / "train.log").write_text("starting acme\n" + "\n".join(lines) + "\n")
+    (run / "train.out").write_text("starting acme\n" + "\n".join(lines) + "\n")  # not a .log: its sniff claims it
     rep = inspect(run, now=time.time() + 365 * 86400)
     (scan,) = rep.run.logs
     assert scan.readers == {"acme lines": 100} and scan.trainer == "acme-rl"

@@ -30,6 +30,7 @@ def _key(name: str) -> str:
 class Steps(Dialect):
     order = 60
     name = "deepspeed-chat lines"
+    sniff = rb"Epoch: \d+ \| Step: \d+ \| PPO Epoch|epoch: \d+\|step: \d+\|ppo_ep:"
     trainer = "deepspeed-chat"
     markers = (b" | Actor Loss: ", b"|act_loss: ", b"verage reward score: ", b"Beginning of Epoch ")
     examples = (

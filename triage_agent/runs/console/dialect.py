@@ -135,6 +135,9 @@ class Dialect:
     literals: ClassVar[tuple[bytes, ...] | None] = None
     examples: ClassVar[tuple[str, ...]] = ()
     supersedes: ClassVar[tuple[str, ...]] = ()  # readers whose rows this dialect's rows replace
+    # what marks a file of any name as this dialect's output (a regex over bytes, searched in the file's first and
+    # last 64 KiB by the console format's sniff); None: a `.log` of it is read, other names are not claimed for it
+    sniff: ClassVar[bytes | None] = None
     # where a named dialect reads a line among the others (lower first); None: a stage of the scan itself (crashes,
     # bars, the generic reader). Every subclass with an order is a named dialect: the scan finds them so
     # (scanner.named_dialects), a trainer's own in its profile's module too

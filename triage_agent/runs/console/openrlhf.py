@@ -20,6 +20,7 @@ def postfix_row(rest: str) -> dict[str, float]:
 class Postfix(Dialect):
     order = 10
     name = "tqdm postfix"
+    sniff = rb"\d+/\d+ \[[\d:]+<[\d:?]+,[^\]]*(?:act_loss|reward|kl)="
     trainer = "openrlhf"
     markers = (b"%|",)
     literals = ()  # it reads no line itself: the bars dialect hands it each training-bar redraw

@@ -53,6 +53,7 @@ def parse_dict_line(text: str) -> dict[str, Any] | None:
 class Dicts(Dialect):
     order = 50
     name = "transformers dicts"
+    sniff = rb"\{'(?:loss|reward|grad_norm|learning_rate|kl|entropy)'\s*:|'global_step/max_steps'"
     trainer = "transformers"
     markers = (b"{'", b'{"', *_BANNERS)
     literals = (b"{", *_BANNERS)  # a dict glued to a bar's redraw: any `{`

@@ -171,6 +171,7 @@ def lost_tail(text: str) -> str | None:
 class Verl(Dialect):
     order = 30
     name = "verl"
+    sniff = rb"step:\d+ - [\w/@.-]+:"
     trainer = "verl"
     markers = (b"step:",)
     supersedes = ("transformers dicts",)

@@ -15,8 +15,12 @@ import re
 from pathlib import Path
 
 from triage_agent import bounded
+from triage_agent.runs import trainers
 from triage_agent.runs.console import metricline, scan_log
+from triage_agent.runs.console.dialect import Dialect
+from triage_agent.runs.console.scanner import named_dialects
 from triage_agent.runs.formats.base import Format, FormatRead
+from triage_agent.runs.trainers.profile import Profile
 
 SNIFF_BYTES = 1 << 16
 # structured documents, code and media: never a console capture (their own readers, or nothing, take them)
@@ -24,14 +28,33 @@ NOT_TEXT = (".json", ".jsonl", ".yaml", ".yml", ".toml", ".csv", ".tsv", ".parqu
             ".js", ".ts", ".c", ".cc", ".cpp", ".h", ".rs", ".go", ".java", ".html", ".css", ".xml", ".svg", ".cfg",
             ".ini", ".lock", ".tex", ".bib", ".rst")
 _ROTATED = re.compile(r"\.(?:log|out|txt)\.\d+$", re.I)
-_METRICS = re.compile(rb"step:\d+ - [\w/@.-]+:|\{'(?:loss|reward|grad_norm|learning_rate|kl|entropy)'\s*:|"
-                      rb"'global_step/max_steps'|\d+/\d+ \[[\d:]+<[\d:?]+,[^\]]*(?:act_loss|reward|kl)=")
 _CRASH = re.compile(rb"Traceback \(most recent call last\)|CUDA out of memory|Watchdog caught collective")
 # a scheduler's or launcher's own words: a run's end whatever else the file holds
 _ENDED = re.compile(rb"slurmstepd: error: \*\*\* (?:JOB|STEP) \d+|DUE TO TIME LIMIT \*\*\*|sigkill_handler\]|"
                     rb"torch\.distributed\.elastic\.multiprocessing\.errors\.ChildFailedError")
-_TRAINER = re.compile(rb"verl|trl|transformers|GRPO|PPO|openrlhf|nemo_rl|swift|deepspeed|accelerate|torchrun|llamafactory|"
-                      rb"Running training|Training Progress", re.I)
+# the words of a training launch that no profile owns: launchers and the algorithms' names
+_LAUNCH_WORDS = (b"GRPO", b"PPO", b"accelerate", b"torchrun", b"deepspeed", b"Running training", b"Training Progress")
+
+
+def _metrics() -> re.Pattern[bytes]:
+    """Any named dialect's mark of its output (Dialect.sniff): found, never listed here. Built on each call (`re`
+    keeps the compiled pattern): a cache of its own would hold a removed profile's dialect alive."""
+    return _marks(named_dialects())
+
+
+def _marks(dialects: tuple[type[Dialect], ...]) -> re.Pattern[bytes]:
+    return re.compile(b"|".join(b"(?:" + d.sniff + b")" for d in dialects if d.sniff), re.M)
+
+
+def _trainer() -> re.Pattern[bytes]:
+    """A trainer's name: every profile's name and its own words for its output (`detect`), and the launch words."""
+    return _names(trainers.profiles())
+
+
+def _names(profiles: tuple[Profile, ...]) -> re.Pattern[bytes]:
+    words = [re.escape(p.name.encode()) for p in profiles] + [re.escape(w) for w in _LAUNCH_WORDS]
+    words += [d.encode() for p in profiles for d in p.detect]
+    return re.compile(b"|".join(b"(?:" + w + b")" for w in words), re.I | re.M)
 
 
 def _ends(path: Path) -> bytes:
@@ -71,10 +94,10 @@ def sniff(path: Path, rel: str) -> bool:
     data = _ends(path)
     if b"\x00" in data[:4096]:
         return False  # binary
-    if _METRICS.search(data) or _ENDED.search(data) or _recurring_metrics(data):
+    if _metrics().search(data) or _ENDED.search(data) or _recurring_metrics(data):
         return True
     # a crash counts only beside a trainer's name, and never in Markdown prose
-    return suffix != ".md" and bool(_CRASH.search(data) and _TRAINER.search(data))
+    return suffix != ".md" and bool(_CRASH.search(data) and _trainer().search(data))
 
 
 def _read(path: Path, rel: str) -> FormatRead:

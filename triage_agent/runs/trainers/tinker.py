@@ -138,6 +138,7 @@ class MetricTables(Dialect):
     # the header row `┃ Metric ┃ Value ┃`, plain or coloured (Rich's SGR code ends in `m`, glued to the word)
     markers = (b"\xe2\x94\x83 Metric", b"mMetric ", b"non-retryable error: ")
     supersedes = ("generic lines",)
+    sniff = rb"\xe2\x94\x83[^\n]{0,40}Metric[^\n]{0,40}\xe2\x94\x83"
     examples = ("┃ Metric                         ┃ Value       ┃",
                 "tinker.lib.retry_handler:222 [ERROR] Request failed with non-retryable error: BadRequestError: "
                 "Error code: 400 - {'detail': 'Prompt length plus max_tokens exceeds the context window'}")
