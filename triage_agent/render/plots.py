@@ -13,6 +13,7 @@ import numpy as np
 
 from triage_agent.errors import BadInput
 from triage_agent.extras import DISTRIBUTION
+from triage_agent.numbers import plot_range
 from triage_agent.render.text import html_text
 
 MAX_POINTS = 2000  # per line: a 100,000-step run draws its shape, not every point
@@ -66,14 +67,21 @@ def line_chart(title: str, series: dict[str, tuple[Any, Any]], xlabel: str = "st
                hline: tuple[float, str] | None = None, ylabel: str = "") -> Any:
     go = _go()
     fig = go.Figure()
+    drawn: list[float] = []
     for name, (x, y) in series.items():
         xs, ys = _thin(x, y)
+        drawn += ys
         label = _t(name).replace("%", "%%")
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=_t(name),
                                  hovertemplate=f"{label}<br>step %{{x:d}}: %{{y:.4~g}}<extra></extra>"))
     if hline:
         fig.add_hline(y=hline[0], line_dash="dash", line_color="#888", annotation_text=_t(hline[1]))
-    return _layout(fig, title, xlabel, ylabel)
+        drawn.append(hline[0])
+    _layout(fig, title, xlabel, ylabel)
+    constant = plot_range(drawn)  # a constant series on an axis around its value, not at 0 in [v - 1, v + 1]
+    if constant is not None:
+        fig.update_yaxes(range=constant)
+    return fig
 
 
 def paired_histogram(title: str, before: list[int], after: list[int] | None, band: tuple[float, float],

@@ -20,6 +20,7 @@ VIEWS: dict[str, str] = {
     "triage_agent.comparison:Comparison": "triage_agent.render.compare:render",
     "triage_agent.commands.eval:EvalResult": "triage_agent.render.evaluation:render",
     "triage_agent.commands.doctor:DoctorResult": "triage_agent.render.terminal:doctor_view",
+    "triage_agent.window:StepWindow": "triage_agent.render.window:render",
 }
 
 
