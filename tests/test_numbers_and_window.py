@@ -130,3 +130,21 @@ def test_the_window_tool_and_the_cli_agree(make_run):
     code, out, _ = cli("inspect", str(root), "--at", "21", "--window", "2", width=200)
     assert code == 0 and "▶21" in out and "1e-06" in out
     assert not any(math.isnan(v) for v in got["series"]["entropy"]["values"])
+
+
+def test_fail_on_offers_exactly_the_severities_findings_have(make_run):
+    from tests.conftest import SAMPLES
+    from triage_agent.findings.model import RAISED
+
+    seen = set()
+    for run in sorted(p for p in SAMPLES.iterdir() if p.is_dir()):
+        rep = inspect(run)
+        seen |= {f.severity for f in getattr(rep, "findings", [])}
+    assert seen == set(RAISED) == {"high", "medium", "info"}  # what the rules raise over the samples
+    with pytest.raises(SystemExit) as exited:  # no rule raises `low`: not offered (argparse's usage error)
+        cli("inspect", str(SAMPLES / "trl_healthy"), "--fail-on", "low")
+    assert exited.value.code == 2
+    rep = inspect(SAMPLES / "trl_healthy")
+    assert isinstance(rep, Report)
+    code, _, _ = cli("inspect", str(SAMPLES / "trl_healthy"), "--fail-on", "info")
+    assert code == (1 if rep.findings else 0)

@@ -52,10 +52,19 @@ def _thin(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[flo
     return xa.tolist(), ya.tolist()
 
 
+LEGEND_PER_ROW = 3  # legend entries a row holds in a 520-px chart (the page's narrowest), names of ~25 characters
+LEGEND_ROW = 22  # px a legend row takes
+
+
 def _layout(fig: Any, title: str, xlabel: str, ylabel: str = "", integer_x: bool = True) -> Any:
+    # the title at the top of the figure and the legend just above the plot area, with a top margin as tall as
+    # both: Plotly grows a horizontal legend upwards, so a legend of many rows used to cover the title
+    rows = max(1, -(-len(fig.data) // LEGEND_PER_ROW))
     fig.update_layout(
-        title={"text": _t(title), "x": 0, "xanchor": "left", "font": {"size": 14}},
-        height=340, margin={"l": 60, "r": 20, "t": 80, "b": 50}, template="plotly_white",
+        title={"text": _t(title), "x": 0, "xanchor": "left", "font": {"size": 14},
+               "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 10}},
+        height=340 + LEGEND_ROW * (rows - 1), margin={"l": 60, "r": 20, "t": 44 + LEGEND_ROW * rows, "b": 50},
+        template="plotly_white",
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
         hovermode="x unified", showlegend=True)
     fig.update_xaxes(title_text=_t(xlabel), automargin=True, tickformat="d" if integer_x else ".2~f")
