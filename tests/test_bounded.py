@@ -81,7 +81,7 @@ def test_a_fifo_is_refused_without_blocking(tmp_path, read):
     with pytest.raises(OSError, match="not a regular file"):
         read(tmp_path / "f")
     assert bounded.head(tmp_path / "f") == b""
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 60  # a hang guard: opening the FIFO for reading would block forever
 
 
 @pytest.mark.parametrize("read", WHOLE_READERS)

@@ -87,7 +87,7 @@ def test_inspect_run_gives_the_planted_findings_and_list_runs_lists_them():
     doc = json.loads(text(call(server, "inspect_run", {"run": "trl_oom_crash"})))
     assert [f["id"] for f in doc["findings"] if f["severity"] == "high"] == ["log.crash"]
     assert doc["findings"][0]["evidence"]["kind"] == "oom" and "out of memory" in doc["fixes"]["log.crash"]
-    runs = json.loads(text(call(server, "list_runs", {"folder": "."})))
+    runs = json.loads(text(call(server, "list_runs", {"run": "."})))
     assert runs["total"] == len([p for p in SAMPLES.iterdir() if p.is_dir()])
 
 
@@ -201,21 +201,117 @@ def test_http_refuses_a_remote_address_without_allow_remote():
     assert res.returncode == 2 and "--allow-remote" in res.stderr
 
 
-@pytest.mark.parametrize("client", ["claude", "codex", "cursor", "vscode"])
-def test_print_config_for_each_client(client):
-    where, snippet = client_config(client, [Path("/runs")])
-    if client == "codex":
+# Each client's documented format (the client's own MCP documentation): where the entry sits, and the keys an
+# stdio entry may have there. A snippet with another shape is ignored or refused by that client.
+def _entry(client: str, snippet: str) -> dict:
+    if client == "codex":  # developers.openai.com/codex/mcp: [mcp_servers.NAME], command, args, startup_timeout_sec
         import tomllib
 
-        entry = tomllib.loads(snippet)["mcp_servers"]["triage"]
-    else:
-        doc = json.loads(snippet)
-        entry = (doc.get("servers") or doc["mcpServers"])["triage"]
-    # the absolute interpreter, not a bare `triage` an IDE outside the venv would not find
-    assert Path(entry["command"]).is_absolute() and Path(entry["command"]).samefile(sys.executable)
-    assert entry["args"] == ["-m", "triage_agent", "mcp", "--root", "/runs"]
+        return tomllib.loads(snippet)["mcp_servers"]["triage"]
+    if client == "continue":  # docs.continue.dev: a block file with name, version, schema v1 and a list of servers
+        import yaml
+
+        block = yaml.safe_load(snippet)
+        assert block["schema"] == "v1" and block["name"] and block["version"]
+        (entry,) = block["mcpServers"]
+        assert entry["name"] == "triage"
+        return {k: v for k, v in entry.items() if k != "name"}
+    doc = json.loads(snippet)
+    if client == "vscode":  # code.visualstudio.com: "servers", each with a "type"
+        entry = doc["servers"]["triage"]
+        assert entry.pop("type") == "stdio"
+        return entry
+    if client == "zed":  # zed.dev/docs/ai/mcp: "context_servers" in settings.json, command, args, env
+        return doc["context_servers"]["triage"]
+    if client == "devin":  # docs.devin.ai: the Add Your Own form's STDIO fields
+        assert doc["transport"] == "STDIO" and doc["name"] == "triage"
+        return {k: v for k, v in doc.items() if k not in ("transport", "name")}
+    # Claude Code, Cursor, Gemini CLI, Windsurf, Cline: "mcpServers"
+    return doc["mcpServers"]["triage"]
+
+
+ALLOWED_KEYS = {"claude": {"command", "args"}, "cursor": {"command", "args"}, "gemini": {"command", "args"},
+                "windsurf": {"command", "args"}, "vscode": {"command", "args"}, "zed": {"command", "args", "env"},
+                "codex": {"command", "args", "startup_timeout_sec"}, "continue": {"command", "args"},
+                "cline": {"command", "args", "disabled", "autoApprove"}, "devin": {"command", "args", "env"}}
+
+
+@pytest.mark.parametrize("client", list(ALLOWED_KEYS))
+def test_print_config_for_each_client(client):
+    from triage_agent.cli.mcp import CLIENTS
+    from triage_agent.commands.mcp import CLIENTS as SNIPPETS
+
+    assert set(CLIENTS) == set(SNIPPETS) == set(ALLOWED_KEYS)
+    where, snippet = client_config(client, [Path("/runs")])
+    entry = _entry(client, snippet)
+    assert set(entry) == ALLOWED_KEYS[client], entry
+    if client == "devin":  # Devin runs the server on its own machine: triage installed there, by its command
+        assert entry["command"] == "triage" and entry["args"] == ["mcp", "--root", "/runs"]
+    else:  # the absolute interpreter, not a bare `triage` an IDE outside the venv would not find
+        assert Path(entry["command"]).is_absolute() and Path(entry["command"]).samefile(sys.executable)
+        assert entry["args"] == ["-m", "triage_agent", "mcp", "--root", "/runs"]
+    if client == "codex":
+        assert entry["startup_timeout_sec"] >= 30  # Codex's default 10 s is shorter than triage's start on a busy machine
+    if client == "cline":
+        assert entry["disabled"] is False and entry["autoApprove"] == []
     readme = (REPO / "README.md").read_text()
     assert where.split()[0] in readme
+
+
+def test_print_config_refuses_in_one_line_without_the_sdk():
+    code = ("import sys; sys.modules['mcp'] = None\n"
+            "from triage_agent.cli import main\n"
+            "sys.exit(main(['mcp', '--print-config', 'claude']))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert res.returncode == 2 and res.stdout == "", (res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "MCP SDK" in lines[0] and "rl-triage[mcp]" in lines[0]
+
+
+def test_unknown_and_mistyped_arguments_are_refused_in_one_line():
+    server = build_server([SAMPLES])
+    got = call(server, "trainer_metrics", {"run": "trl_healthy", "serie": "entropy"})  # a misspelt `series`
+    assert got.is_error and text(got) == "trainer_metrics takes no argument 'serie'; its arguments: run, series"
+    got = call(server, "list_runs", {"folder": "."})  # the old name: one name for the run everywhere now
+    assert got.is_error and "its arguments: run" in text(got)
+    got = call(server, "series_window", {"run": "trl_healthy", "around_step": "ten"})
+    assert got.is_error and text(got) == "series_window: the argument 'around_step' must be integer"
+    got = call(server, "search_log", {"run": "trl_healthy"})
+    assert got.is_error and text(got) == "search_log: the argument 'pattern' is required"
+    for result in (got,):
+        assert "pydantic" not in text(result) and "\n" not in text(result)
+
+
+def test_every_run_argument_is_named_run():
+    server = build_server([SAMPLES])
+
+    async def go():
+        async with Client(server) as c:
+            return (await c.list_tools()).tools
+    for t in asyncio.run(go()):
+        props = set(t.input_schema.get("properties", {}))
+        assert not props & {"folder", "path", "run_folder", "dir"}, (t.name, props)
+        assert "run" in props or t.name == "compare_runs" and "runs" in props, (t.name, props)
+
+
+def test_resources_take_the_absolute_paths_the_tools_take(tmp_path):
+    server = build_server([SAMPLES])
+    absolute = str((SAMPLES / "few_rollouts").resolve())
+
+    async def go():
+        async with Client(server) as c:
+            tool = json.loads(text(await c.call_tool("inspect_run", {"run": absolute})))
+            res = json.loads((await c.read_resource(f"run://{absolute}/findings")).contents[0].text)
+            try:
+                await c.read_resource("run:///etc/findings")
+                outside = None
+            except Exception as exc:  # the client raises the server's error
+                outside = str(exc)
+            return tool, res, outside
+    tool, res, outside = asyncio.run(go())
+    assert [f["id"] for f in res["findings"]] == [f["id"] for f in tool["findings"]]
+    assert outside is not None and "outside the folders" in outside
 
 
 def test_the_printed_command_starts_a_server_from_anywhere(tmp_path):
@@ -239,5 +335,5 @@ def test_compare_runs_over_mcp_and_list_runs_splits_like_inspect():
                                                         "series": "entropy"})))
     assert got["config"] == [{"key": "temperature", "values": [1.0, 0.7]}]
     assert got["findings"]["only_in"][1]["ids"] == ["policy.entropy_collapse"]
-    runs = json.loads(text(call(server, "list_runs", {"folder": "."})))
+    runs = json.loads(text(call(server, "list_runs", {"run": "."})))
     assert runs["total"] == sum(1 for p in SAMPLES.iterdir() if p.is_dir())  # one per sample run folder

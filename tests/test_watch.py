@@ -1,4 +1,8 @@
-"""`triage watch` on runs written while it watches, and the incremental reading behind it."""
+"""`triage watch` on runs written while it watches, and the incremental reading behind it.
+
+No test here asserts how long anything took (a loaded machine makes every pass late): they assert that events
+arrive, once, in order, after what caused them. Timeouts are generous and only guard against a hang; the stall
+rule's timing is tested on a fake clock (`evaluate_pass` takes its `tick`)."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from triage_agent.runs.follow import Follower
 from triage_agent.samples import OOM_TAIL
 
 INTERVAL = 0.5
+HANG = 120.0  # seconds: only a hang takes this long, even with both cores busy
 
 
 class Watch:
@@ -36,7 +41,7 @@ class Watch:
         for line in self.proc.stdout:
             self.events.append((time.monotonic(), json.loads(line)))
 
-    def wait_for(self, fid: str, timeout: float = 15.0) -> tuple[float, dict]:
+    def wait_for(self, fid: str, timeout: float = HANG) -> tuple[float, dict]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for got in self.events:
@@ -64,13 +69,15 @@ def chunks(fmt: str) -> tuple[str, str, str]:
 
 
 def write(path: Path, text: str) -> float:
+    """Append, and return the clock from just before: nothing the watch saw of it can be older."""
+    t = time.monotonic()
     with path.open("a") as fh:
         fh.write(text)
-    return time.monotonic()
+    return t
 
 
 @pytest.mark.parametrize("fmt", ["trl", "verl"])
-def test_events_arrive_once_in_order_within_two_intervals(tmp_path, fmt):
+def test_events_arrive_once_in_order_after_what_caused_them(tmp_path, fmt):
     run = tmp_path / "run"
     run.mkdir()
     log = run / ("train.log" if fmt == "trl" else "verl_demo.log")
@@ -82,13 +89,14 @@ def test_events_arrive_once_in_order_within_two_intervals(tmp_path, fmt):
         w.wait_for("run.in_progress")
         time.sleep(2 * INTERVAL)
         assert "policy.entropy_collapse" not in [e["id"] for _, e in w.events]  # 60 healthy steps: nothing yet
-        t_collapse = write(log, collapse)
-        at, ev = w.wait_for("policy.entropy_collapse")
-        assert at - t_collapse <= 2 * INTERVAL + 0.5, at - t_collapse  # 0.5 s: one pass's own work
+        assert "log.crash" not in [e["id"] for _, e in w.events]
+        write(log, collapse)
+        w.wait_for("policy.entropy_collapse")
+        ev = next(e for _, e in w.events if e["id"] == "policy.entropy_collapse")
         assert ev["severity"] == "high" and 60 < ev["step"] < 200 and ev["event"] == "finding"
-        t_crash = write(log, crash)
-        at, ev = w.wait_for("log.crash")
-        assert at - t_crash <= 2 * INTERVAL + 0.5, at - t_crash
+        assert "log.crash" not in [e["id"] for _, e in w.events]  # no crash before the crash is written
+        write(log, crash)
+        _, ev = w.wait_for("log.crash")
         assert ev["evidence"]["kind"] == "oom" and ev["step"] == 200
         time.sleep(3 * INTERVAL)  # more passes over the same data fire nothing again
     finally:
@@ -110,7 +118,7 @@ def test_exit_on_high_ends_the_watch_with_1_at_the_crash(tmp_path):
         time.sleep(3 * INTERVAL)
         assert w.proc.poll() is None  # a healthy run: still watching
         write(run / "train.log", OOM_TAIL)
-        assert w.proc.wait(timeout=10) == 1
+        assert w.proc.wait(timeout=HANG) == 1
     finally:
         w.stop()
     assert [e["id"] for _, e in w.events][-1] == "log.crash"
@@ -130,23 +138,44 @@ def test_a_stalled_writer_raises_run_stalled_and_on_finding_gets_the_json(tmp_pa
         for i in range(0, 40, 4):  # steps arrive every 0.1 s, then the writer hangs
             writes.append((write(log, "".join(lines[2 + 2 * i: 2 + 2 * (i + 4)])), i + 4))
             time.sleep(0.1)
-        at, ev = w.wait_for("run.stalled", timeout=20)
-        # The stall is timed from the arrival of the step it names. That is step 40 unless this test's own
-        # writer was paused for 2 s between two writes (a loaded CI machine): then the writer did stall,
-        # and the event rightly names the step before the pause.
+        at, ev = w.wait_for("run.stalled")
+        # The stall names a step that was written, and comes no sooner than 2 s after it was (a loaded machine
+        # only makes it later; how much later is not this test's business)
         step = ev["step"]
-        assert ev["evidence"]["last_step"] == step and ev["evidence"]["seconds_since_last_step"] >= 2.0  # rounded to 0.1 s
+        assert ev["evidence"]["last_step"] == step and ev["evidence"]["seconds_since_last_step"] >= 2.0
         t_step = dict((s, t) for t, s in writes)[step]
-        assert 2.0 <= at - t_step <= 2.0 + 2 * INTERVAL + 1.0, (step, at, writes)
-        later = [t for t, s in writes if s > step]
-        assert step == 40 or later[0] - t_step > 2.0 - 2 * INTERVAL, (step, writes)  # the writer did pause
-        deadline = time.monotonic() + 10  # each event is printed, then its hook runs: let the last one finish
+        assert at - t_step >= 2.0, (step, at, writes)
+        deadline = time.monotonic() + HANG  # each event is printed, then its hook runs: let the last one finish
         while time.monotonic() < deadline and (not got.exists() or len(got.read_text().splitlines()) < len(w.events)):
             time.sleep(0.05)
     finally:
         w.stop()
     hooked = [json.loads(line) for line in got.read_text().splitlines()]
     assert [h["id"] for h in hooked] == [e["id"] for _, e in w.events]
+
+
+def test_the_stall_is_timed_on_the_watch_clock_from_the_last_new_step(tmp_path):
+    # a fake monotonic clock: steps arrive every 1 s up to step 40, then nothing; --stall-after 5 s
+    from triage_agent.commands.watch import WatchState, evaluate_pass
+    from triage_agent.runs.load import load_run
+
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = synth.verl_console(synth.healthy(200, seed=0), 200).splitlines(keepends=True)
+    log = run / "verl_demo.log"
+    state = WatchState()
+    stalls = []
+    for i in range(0, 40, 4):  # steps 4, 8, ..., 40 at ticks 0, 4, ..., 36: 1 s per step
+        log.write_text("".join(lines[: 2 + 2 * (i + 4)]))
+        stalls += [e for e in evaluate_pass(load_run(run), state, now=0.0, stall_after=5.0, tick=float(i))
+                   if e.id == "run.stalled"]
+    assert not stalls and state.last_step == 40 and state.step_seconds == [1.0] * 9
+    # the limit is max(5 s, 10 x the 1 s median) = 10 s from tick 36: nothing at 46, the stall just after
+    assert not [e for e in evaluate_pass(load_run(run), state, 0.0, 5.0, tick=46.0) if e.id == "run.stalled"]
+    got = [e for e in evaluate_pass(load_run(run), state, 0.0, 5.0, tick=46.5) if e.id == "run.stalled"]
+    assert len(got) == 1 and got[0].step == 40
+    assert got[0].evidence["seconds_since_last_step"] == 10.5 and got[0].evidence["limit_seconds"] == 10.0
+    assert not [e for e in evaluate_pass(load_run(run), state, 0.0, 5.0, tick=100.0) if e.id == "run.stalled"]
 
 
 def test_a_pass_reads_only_what_was_appended(tmp_path):

@@ -13,10 +13,10 @@ import pandas as pd
 
 from triage_agent import before_after, redact
 from triage_agent.analysis import compare as cmp
-from triage_agent.analysis.stats import rnd
 from triage_agent.analysis.trends import Series, SeriesSummary, summarize
 from triage_agent.before_after import BeforeAfter
 from triage_agent.findings.facts import Facts
+from triage_agent.numbers import sent
 from triage_agent.runs.trainers import SERIES
 
 SCHEMA = "triage.compare/v1"
@@ -58,12 +58,12 @@ class Comparison:
         def summary(s: SeriesSummary | None) -> dict[str, Any] | None:
             if s is None:
                 return None
-            return {"steps": s.n, "first": rnd(s.first, 4), "last": rnd(s.last, 4), "head": rnd(s.head, 4),
-                    "tail": rnd(s.tail, 4), "first_step": s.first_step, "last_step": s.last_step}
+            return {"steps": s.n, "first": sent(s.first), "last": sent(s.last), "head": sent(s.head),
+                    "tail": sent(s.tail), "first_step": s.first_step, "last_step": s.last_step}
 
         def delta(sc: SeriesCompare, i: int, key: str) -> float | None:
             a, b = sc.summaries[0], sc.summaries[i]
-            return None if a is None or b is None else rnd(getattr(b, key) - getattr(a, key), 4)
+            return None if a is None or b is None else sent(getattr(b, key) - getattr(a, key))
 
         return {
             "schema": SCHEMA, "runs": self.names,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from triage_agent.agent import tools
-from triage_agent.analysis.stats import rnd
 from triage_agent.findings.engine import REGISTRY
+from triage_agent.numbers import sent, significant
 from triage_agent.report import Report
 
 # Series every trainer summary carries when logged, beside those the raised findings read.
@@ -51,9 +51,9 @@ def series_table(offline: Report) -> dict[str, Any]:
         sm = facts.summary(name)
         if sm is None:
             continue
-        rows[name] = {"first": rnd(sm.first, 4), "head_mean": rnd(sm.head, 4), "tail_mean": rnd(sm.tail, 4),
-                      "last": rnd(sm.last, 4), "min": rnd(sm.min, 4), "min_step": sm.min_step, "max": rnd(sm.max, 4),
-                      "max_step": sm.max_step, "rho_step": rnd(sm.rho_step, 3)}
+        rows[name] = {"first": sent(sm.first), "head_mean": sent(sm.head), "tail_mean": sent(sm.tail),
+                      "last": sent(sm.last), "min": sent(sm.min), "min_step": sm.min_step, "max": sent(sm.max),
+                      "max_step": sm.max_step, "rho_step": significant(sm.rho_step, 3)}
         if len(rows) >= MAX_SERIES:
             break
     source = facts.run.metrics.source if facts.run.metrics is not None else None

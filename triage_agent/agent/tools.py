@@ -17,11 +17,11 @@ from triage_agent import bounded, bounds, redact, safejson
 from triage_agent.agent.schema import bind_arguments, function_schema
 from triage_agent.analysis import rewards, rounds
 from triage_agent.analysis.rollouts import reliability
-from triage_agent.analysis.stats import rnd
-from triage_agent.errors import ToolRefusal
+from triage_agent.errors import BadInput, ToolRefusal
 from triage_agent.findings import engine, suggest
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding, Proposal, Severity
+from triage_agent.numbers import sent
 from triage_agent.runs.console import clean
 from triage_agent.runs.model import ConfigValue, Round, Run
 
@@ -32,6 +32,7 @@ RE2_MEMORY = 8 << 20  # the compiled pattern's memory (RE2's own default); a lar
 MAX_ARGUMENTS = 64 << 10  # bytes of JSON arguments a tool call may send
 MAX_SERIES = 30  # series in one trainer_metrics answer; the rest are counted
 MAX_CHANGES = 20  # changes one what-if call simulates together; more are reported as left out
+MAX_WINDOW = 20  # logged steps each side of series_window: 30 series x 41 values stays a small answer
 MAX_ROLLOUTS = 10_000  # beyond this the binomial tables cost more than they tell
 
 ToolFn = Callable[..., dict[str, Any]]
@@ -102,8 +103,8 @@ def _has_peers(facts: Facts) -> bool:
 
 
 def _r(x: Any) -> Any:
-    """Floats rounded to 4 digits for the model; anything else as it is."""
-    return rnd(x, 4) if isinstance(x, float) else x
+    """Floats to 4 significant digits for the model (numbers.sent: 1e-06 stays 1e-06); anything else as it is."""
+    return sent(x)
 
 
 def _find_round(run: Run, name: str) -> Round:
@@ -196,7 +197,7 @@ def read_config(facts: Facts, file: str | None = None) -> dict[str, Any]:
 
 @tool(offered=_has_rounds)
 def summarize_reward_histogram(facts: Facts, round: str, series: str) -> dict[str, Any]:
-    """Statistics of one reward series (or generator accuracy) of a round: mean, std, first/last 10%, trend, swing, 10-bin histogram, 40-point curve.
+    """Statistics of one reward series (or generator accuracy) of a round: mean, std, first/last 10%, trend, swing, 10-bin histogram, 40-point curve (curve_steps: the first step of each point).
 
     Args:
         round: the round name, e.g. selector_round3 or generator_round2 (see run_overview)
@@ -214,7 +215,7 @@ def summarize_reward_histogram(facts: Facts, round: str, series: str) -> dict[st
             "first_10pct": _r(st.first), "last_10pct": _r(st.last), "rho_step": _r(st.rho_step),
             "swing_ratio": _r(st.swing), "histogram": {"range": [_r(st.hist_range[0]), _r(st.hist_range[1])],
                                                          "counts": st.hist},
-            "curve_40pt": [rnd(v) for v in st.spark], "source": rd.history.source}
+            "curve_40pt": [_r(v) for v in st.spark], "curve_steps": st.spark_steps, "source": rd.history.source}
 
 
 @tool(offered=_has_rounds)
@@ -362,7 +363,7 @@ def calibration_audit(facts: Facts) -> dict[str, Any]:
 
 @tool(offered=_has_metrics, inline=True)
 def trainer_metrics(facts: Facts, series: str | None = None) -> dict[str, Any]:
-    """Per-step trainer series by canonical name (reward, entropy, kl, grad_norm, loss, length, clipped_share, zero_std_share, lr, is_ratio, validation; reward components as rc:<fn>): steps logged, the raw first and last values, head/tail means (first/last 20% of steps), min and max with their steps, the trend, and for one series a 40-point curve.
+    """Per-step trainer series by canonical name (reward, entropy, kl, grad_norm, loss, length, clipped_share, zero_std_share, lr, is_ratio, validation; reward components as rc:<fn>): steps logged, the raw first and last values, head/tail means (first/last 20% of steps), min and max with their steps, the trend, and for one series a 40-point curve with its step axis (curve_steps: the first step of each point).
 
     Args:
         series: one series name (see run_overview); every series, without curves, when omitted
@@ -384,7 +385,7 @@ def trainer_metrics(facts: Facts, series: str | None = None) -> dict[str, Any]:
         if name in facts.run.nonfinite:
             out["nonfinite_from_step"], out["nonfinite_steps"] = facts.run.nonfinite[name]
         if curve:
-            out["curve_40pt"] = [rnd(v, 4) for v in sm.curve]
+            out["curve_40pt"], out["curve_steps"] = [_r(v) for v in sm.curve], sm.curve_steps
         return out
 
     source = facts.run.metrics.source if facts.run.metrics is not None else "eval rows"
@@ -392,6 +393,25 @@ def trainer_metrics(facts: Facts, series: str | None = None) -> dict[str, Any]:
         return {"series": series, **(one(series, True) or {"steps": 0}), "source": source}
     shown = {n: got for n in names[:MAX_SERIES] if (got := one(n, False)) is not None}
     return {"series": shown, "total_series": len(names), "shown": len(shown), "source": source}
+
+
+@tool(offered=_has_metrics)
+def series_window(facts: Facts, around_step: int, k: int = 5) -> dict[str, Any]:
+    """Why did something happen at step N: every per-step series' values at the k logged steps before and after a step (and at it), rows aligned on the step axis, with the findings whose onset lies in that window.
+
+    Args:
+        around_step: the step to look around (when it was not logged, the nearest logged steps around it)
+        k: logged steps on each side, 0 to 20
+    """
+    from triage_agent.window import step_window
+
+    if not 0 <= k <= MAX_WINDOW:
+        raise ToolRefusal(f"k must be between 0 and {MAX_WINDOW}")
+    try:
+        got = step_window(facts, engine.evaluate(facts), around_step, k, limit=MAX_SERIES)
+    except BadInput as exc:
+        raise ToolRefusal(str(exc)) from None
+    return got.document()
 
 
 @tool()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from triage_agent.analysis.stats import downsample, head, histogram, spearman, swing_ratio, tail
+from triage_agent.analysis.stats import curve_steps, downsample, head, histogram, spearman, swing_ratio, tail
 
 NON_COMPONENTS = {"step", "total", "__line__", "reward", "accuracy", "epoch", "round", "qid", "sample_id"}
 
@@ -35,6 +35,7 @@ class SeriesStats:
     hist: list[int]
     hist_range: tuple[float, float]
     spark: list[float]
+    spark_steps: list[int]  # the first step of each spark point's bucket
 
 
 def series_stats(name: str, steps: np.ndarray, values: np.ndarray) -> SeriesStats:
@@ -53,6 +54,7 @@ def series_stats(name: str, steps: np.ndarray, values: np.ndarray) -> SeriesStat
         hist=histogram(values, 10, lo, hi if hi > lo else lo + 1.0),
         hist_range=(lo, hi),
         spark=downsample(values, 40),
+        spark_steps=curve_steps(steps, values, 40),
     )
 
 

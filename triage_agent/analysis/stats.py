@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from triage_agent.numbers import rounded
+
 ArrayLike = Sequence[float] | np.ndarray | pd.Series
 
 
@@ -114,10 +116,20 @@ def histogram(x: ArrayLike, bins: int = 10, lo: float = 0.0, hi: float = 1.0) ->
 
 
 def rnd(x: float | None, digits: int = 3) -> float | None:
-    """The one rounding helper: evidence and tool numbers; None for a missing or non-finite value."""
-    if x is None or not math.isfinite(x):
-        return None
-    return round(float(x), digits)
+    """Evidence numbers: `digits` decimals, never fewer than 3 significant digits (numbers.rounded: a nonzero
+    never rounds to 0); None for a missing or non-finite value."""
+    return rounded(x, digits)
+
+
+def curve_steps(steps: ArrayLike, x: ArrayLike, points: int = 40) -> list[int]:
+    """The step axis of `downsample(x, points)`: the first step of each point's bucket (over the same finite
+    values), so a 40-point curve says where each of its points lies."""
+    s, a = _arr(steps), _arr(x)
+    s = s[np.isfinite(a)]
+    if len(s) <= points:
+        return [int(v) for v in s if math.isfinite(v)]
+    edges = np.linspace(0, len(s), points + 1).astype(int)
+    return [int(s[edges[i]]) if math.isfinite(s[edges[i]]) else -1 for i in range(points)]
 
 
 def downsample(x: ArrayLike, points: int = 40) -> list[float]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from triage_agent.analysis.stats import downsample, spearman
+from triage_agent.analysis.stats import curve_steps, downsample, spearman
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,7 @@ class SeriesSummary:
     last_step: int
     rho_step: float | None
     curve: list[float]
+    curve_steps: list[int]  # the first step of each curve point's bucket
 
 
 def summarize(s: Series, fraction: float = 0.2, min_points: int = 3, points: int = 40) -> SeriesSummary:
@@ -135,7 +136,8 @@ def summarize(s: Series, fraction: float = 0.2, min_points: int = 3, points: int
     i_min, i_max = int(np.argmin(s.values)), int(np.argmax(s.values))
     return SeriesSummary(s.name, s.n, float(s.values[0]), float(s.values[-1]), head, tail,
                          float(s.values[i_min]), float(s.values[i_max]), int(s.steps[i_min]), int(s.steps[i_max]),
-                         int(s.steps[0]), int(s.steps[-1]), spearman(s.steps, s.values), downsample(s.values, points))
+                         int(s.steps[0]), int(s.steps[-1]), spearman(s.steps, s.values), downsample(s.values, points),
+                         curve_steps(s.steps, s.values, points))
 
 
 def noise(values: np.ndarray) -> float:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from triage_agent.errors import BadInput
-from triage_agent.findings.model import SEVERITIES
+from triage_agent.findings.model import RAISED
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,7 +39,8 @@ def report_flags(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("run", help=RUN_HELP)
     sp.add_argument("--run", dest="pick", metavar="NAME", help="in a folder of several runs, the one to read")
     sp.add_argument("--json", action="store_true", help="print the JSON report document on stdout")
-    sp.add_argument("--fail-on", choices=SEVERITIES[:3], help="exit 1 when a finding this severe or worse exists")
+    sp.add_argument("--fail-on", choices=RAISED,
+                    help="exit 1 when a finding this severe or worse exists (info: any finding at all)")
     sp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
 
 

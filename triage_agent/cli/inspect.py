@@ -18,6 +18,10 @@ def arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--executor", choices=("local", "ray"), default="local",
                     help="where a sweep's runs are inspected: local processes, or Ray tasks (extra [ray])")
     sp.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS, else a local one)")
+    sp.add_argument("--at", type=int, metavar="STEP",
+                    help="why at step STEP: every series around that step and the findings whose onset is near it")
+    sp.add_argument("--window", type=int, metavar="K", default=5,
+                    help="with --at: the logged steps shown on each side (default 5, at most 50)")
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -26,6 +30,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise BadInput("--jobs takes a number of processes >= 1")
+    if args.at is not None:
+        from triage_agent.commands.inspect import inspect_window
+
+        if args.html or args.fail_on:
+            raise BadInput("--at shows a step window: it takes --json, not --html or --fail-on")
+        emit(out, args.json, inspect_window(args.run, args.at, args.window, run=args.pick))
+        return 0
     report = inspect(args.run, progress(err), run=args.pick, jobs=args.jobs, executor=args.executor,
                      ray_address=args.ray_address, keep_reports=args.json,
                      one_run_only="--html shows one run: pick one with --run NAME, or put runs side by side with "
@@ -41,5 +52,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 COMMAND = Command(
     "inspect", "deterministic findings for a run folder (no model)",
     "Read a run folder and print its findings, computed by the rules alone.",
-    "example: triage inspect sample_runs/boundary_collapse --json --fail-on high",
+    "example: triage inspect sample_runs/boundary_collapse --json --fail-on high\n"
+    "         triage inspect sample_runs/verl_entropy_blowup --at 120 --window 5",
     arguments, run, order=10)

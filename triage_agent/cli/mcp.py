@@ -9,6 +9,9 @@ from triage_agent.cli.base import Command, literal
 from triage_agent.errors import BadInput
 from triage_agent.extras import install_hint
 
+# the clients --print-config knows (commands/mcp.py has their snippets); here so --help imports no SDK
+CLIENTS = ("claude", "codex", "cursor", "vscode", "zed", "continue", "gemini", "windsurf", "cline", "devin")
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -20,8 +23,8 @@ def arguments(sp: argparse.ArgumentParser) -> None:
                     help="offer apply_adjustments, which edits config files inside a run (after a diff)")
     sp.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio")
     sp.add_argument("--allow-remote", action="store_true", help="allow --http on a non-loopback address")
-    sp.add_argument("--print-config", choices=("claude", "codex", "cursor", "vscode"), metavar="CLIENT",
-                    help="print the registration snippet for claude, codex, cursor or vscode, and exit")
+    sp.add_argument("--print-config", choices=CLIENTS, metavar="CLIENT",
+                    help=f"print the registration snippet for {', '.join(CLIENTS[:-1])} or {CLIENTS[-1]}, and exit")
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -35,6 +38,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.print_config:
         from triage_agent.commands.mcp import client_config
 
+        if importlib.util.find_spec("mcp") is None:  # the server the snippet names would exit at once
+            raise BadInput(f"--print-config: the MCP SDK is missing, so the server would not start: {install_hint('mcp')}")
         where, snippet = client_config(args.print_config, [r.resolve() for r in roots])
         err.print(literal(f"# put this in {where}"))
         out.file.write(snippet)
@@ -66,8 +71,10 @@ COMMAND = Command(
     "simulate_adjustment, ...) to an IDE agent over MCP: stdio by default, Streamable HTTP with --http. It reads "
     "only under its roots and never writes unless --allow-write. Register it with the snippet --print-config "
     "prints: Claude Code (.mcp.json), Codex CLI (~/.codex/config.toml), Cursor (.cursor/mcp.json), VS Code "
-    "(.vscode/mcp.json).",
+    "(.vscode/mcp.json), Zed (settings.json), Continue (.continue/mcpServers/), Gemini CLI (~/.gemini/settings.json), "
+    "Windsurf (~/.codeium/windsurf/mcp_config.json), Cline (cline_mcp_settings.json), Devin (Add Your Own).",
     """example: triage mcp --root ~/runs   (stdio, for an IDE agent)
-         triage mcp --print-config claude   (.mcp.json for Claude Code; also codex, cursor, vscode)
+         triage mcp --print-config claude   (.mcp.json for Claude Code; also codex, cursor, vscode, zed,
+                                             continue, gemini, windsurf, cline, devin)
          triage mcp --http 127.0.0.1:8765   (Streamable HTTP with a bearer token, TRIAGE_MCP_TOKEN)""",
     arguments, run, order=90)

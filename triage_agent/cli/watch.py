@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from triage_agent.cli.base import Command, duration, literal
 from triage_agent.errors import BadInput
-from triage_agent.findings.model import SEVERITIES
+from triage_agent.findings.model import RAISED
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -23,7 +23,7 @@ def arguments(sp: argparse.ArgumentParser) -> None:
                          "median step time, whichever is longer")
     sp.add_argument("--on-finding", metavar="CMD",
                     help="run CMD (a shell command) for each event, the event as JSON on its stdin")
-    sp.add_argument("--exit-on", choices=SEVERITIES[:3], help="exit 1 at the first finding this severe or worse")
+    sp.add_argument("--exit-on", choices=RAISED, help="exit 1 at the first finding this severe or worse")
     sp.add_argument("--json", action="store_true", help="one JSON object per line for each event")
 
 

@@ -13,6 +13,7 @@ from triage_agent.report import Report, offline_report
 from triage_agent.runs import remote
 from triage_agent.runs.load import Progress, load_run
 from triage_agent.runs.sweep import split_runs
+from triage_agent.window import StepWindow, step_window
 
 
 def inspect(path: str | Path, progress: Progress | None = None, now: float | None = None, *,
@@ -50,3 +51,11 @@ def inspect(path: str | Path, progress: Progress | None = None, now: float | Non
                            progress=progress, now=now, display_root=display)
     result.notes[:0] = notes
     return result
+
+
+def inspect_window(path: str | Path, at: int, k: int = 5, *, run: str | None = None) -> StepWindow:
+    """Every series of one run around step `at` (k logged steps each side) with the findings whose onset is
+    near it: `triage inspect RUN --at STEP --window K`."""
+    report = inspect(path, run=run, one_run_only="--at looks around a step of one run: pick it with --run NAME")
+    assert isinstance(report, Report)  # one_run_only refused a sweep
+    return step_window(report.facts, report.findings, at, k)

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_agent import redact
 from triage_agent.agent import prompts, tools
@@ -30,10 +30,18 @@ from triage_agent.findings.facts import Facts
 from triage_agent.report import Report, offline_report
 from triage_agent.runs.load import load_run
 
+if TYPE_CHECKING:
+    from mcp.server import MCPServer
+
 CACHE_RUNS = 8  # loaded runs kept between calls (keyed by path and newest mtime)
 MAX_LISTED = 200
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-CLIENTS = ("claude", "codex", "cursor", "vscode")
+# every client --print-config writes a snippet for (each in the format of that client's documentation)
+CLIENTS = ("claude", "codex", "cursor", "vscode", "zed", "continue", "gemini", "windsurf", "cline", "devin")
+# clients whose documentation says they use MCP tools and prompts but not resources: inspect_run answers what
+# the run:// resources hold
+NO_RESOURCES = ("zed",)
+CODEX_STARTUP_SECONDS = 60  # Codex waits 10 s for a server by default; triage's imports take longer on a busy machine
 
 
 class Refused(Exception):
@@ -124,25 +132,23 @@ def _as_mcp_tool(fn: Callable[..., dict[str, Any]], conf: Confinement) -> Callab
     wrapper.__name__ = name
     doc = inspect.cleandoc(fn.__doc__ or "")
     head, sep, rest = doc.partition("Args:")
-    wrapper.__doc__ = (head.rstrip() + "\n\nArgs:\n    run: the run folder (relative to the server's root)\n"
+    wrapper.__doc__ = (head.rstrip() + "\n\nArgs:\n    run: the run folder (relative to the server's root, or absolute)\n"
                        + ("\n".join("    " + line for line in rest.strip("\n").splitlines()) if sep else ""))
     return wrapper
 
 
 def build_server(roots: list[Path], allow_write: bool = False) -> Any:
-    from mcp.server import MCPServer
-
     conf = Confinement([r.resolve() for r in roots])
-    server = MCPServer("triage", instructions=prompts.render("mcp.md"))
+    server = _strict_server()("triage", instructions=prompts.render("mcp.md"))
 
-    def list_runs(folder: str = ".") -> str:
+    def list_runs(run: str = ".") -> str:
         """The run folders under a folder (one line each: path, kind, files), at most 200, most recent first.
 
         Args:
-            folder: a folder under the server's root
+            run: a folder of runs (or one run) under the server's root, relative or absolute; the root when omitted
         """
         try:
-            base = conf.resolve(folder)
+            base = conf.resolve(run)
         except Refused as exc:
             raise _error(str(exc)) from None
         found = _run_folders(base)
@@ -196,12 +202,18 @@ def build_server(roots: list[Path], allow_write: bool = False) -> Any:
     if allow_write:
         server.add_tool(_apply_tool(conf))
 
-    @server.resource("run://{+path}/report", mime_type="application/json")
+    # the same paths as the tools take, absolute ones too: Confinement (not the SDK's own check, which refuses
+    # every absolute path) confines them to the roots, through `..` and symlinks
+    from mcp.server.mcpserver.resources.templates import ResourceSecurity
+
+    same_as_tools = ResourceSecurity(exempt_params={"path"})
+
+    @server.resource("run://{+path}/report", mime_type="application/json", security=same_as_tools)
     def report_resource(path: str) -> str:
         """The run's JSON report (schema triage.report/v1)."""
         return json.dumps(_resource_report(conf, path).document(), default=str)
 
-    @server.resource("run://{+path}/findings", mime_type="application/json")
+    @server.resource("run://{+path}/findings", mime_type="application/json", security=same_as_tools)
     def findings_resource(path: str) -> str:
         """The run's deterministic findings."""
         return json.dumps(tools.findings_payload(_resource_report(conf, path).findings), default=str)
@@ -211,6 +223,50 @@ def build_server(roots: list[Path], allow_write: bool = False) -> Any:
         return prompts.render("mcp_triage.md", run=run)
 
     return server
+
+
+def _strict_server() -> type[MCPServer]:
+    """The SDK's server, stricter at the door: an argument a tool does not take is refused in one line (the SDK
+    ignored it, so a misspelt `serie` silently answered for every series), and an argument of the wrong type is
+    refused in one line too, never with pydantic's multi-line error text and documentation link."""
+    from mcp.server import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
+
+    class StrictServer(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            tool = self._tool_manager.get_tool(name)
+            schema: dict[str, Any] = (tool.parameters if tool is not None else None) or {}
+            props: dict[str, Any] = schema.get("properties") or {}
+            if tool is not None:
+                unknown = [k for k in arguments if k not in props]
+                if unknown:
+                    raise ToolError(f"{name} takes no argument {', '.join(repr(k[:40]) for k in unknown[:5])}"
+                                    f"; its arguments: {', '.join(props) or 'none'}")
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(argument_error(name, exc.__cause__, props)) from None
+                raise
+
+    return StrictServer
+
+
+def argument_error(tool: str, exc: Any, props: dict[str, Any]) -> str:
+    """One line for a pydantic ValidationError of a tool's arguments: which argument, and what it must be."""
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    loc = [str(p) for p in first.get("loc", ())]
+    field_name = loc[0] if loc else "?"
+    if first.get("type") == "missing":
+        return f"{tool}: the argument '{field_name}' is required"
+    spec = props.get(field_name) or {}
+    kinds = [spec["type"]] if "type" in spec else [a.get("type") for a in spec.get("anyOf", []) if a.get("type")]
+    shown = " or ".join(str(k) for k in kinds if k != "null") or "another value"
+    where = f" (at {'.'.join(loc)})" if len(loc) > 1 else ""
+    more = f"; {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''}" if len(errors) > 1 else ""
+    return f"{tool}: the argument '{field_name}'{where} must be {shown}{more}"
 
 
 def _resource_report(conf: Confinement, path: str) -> Report:
@@ -332,20 +388,40 @@ def bearer_app(app: Any, token: str) -> Any:
 
 WHERE = {"claude": ".mcp.json in the project (or: claude mcp add triage -- triage mcp --root DIR)",
          "codex": "~/.codex/config.toml", "cursor": ".cursor/mcp.json in the project (or ~/.cursor/mcp.json)",
-         "vscode": ".vscode/mcp.json in the workspace"}
+         "vscode": ".vscode/mcp.json in the workspace",
+         "zed": "Zed's settings.json (zed: open settings), merged into it; Zed uses tools and prompts, not resources",
+         "continue": ".continue/mcpServers/triage.yaml in the workspace",
+         "gemini": "~/.gemini/settings.json (or .gemini/settings.json in the project)",
+         "windsurf": "~/.codeium/windsurf/mcp_config.json",
+         "cline": "cline_mcp_settings.json (MCP Servers > Configure > Configure MCP Servers)",
+         "devin": "Devin: Settings > MCP servers > Add Your Own (STDIO): these fields; triage must be installed on "
+                  "Devin's machine (pip install 'rl-triage[mcp]') and the roots are paths there"}
 
 
 def client_config(client: str, roots: list[Path]) -> tuple[str, str]:
     """(where it goes, the snippet each IDE client expects) for a server started as `triage mcp --root ...`;
-    the snippet alone is valid JSON or TOML, ready to paste."""
+    the snippet alone is valid JSON, TOML or YAML in that client's documented format, ready to paste."""
     # the interpreter triage runs in, by its absolute path: an IDE started outside the virtual environment finds
     # neither a bare `triage` nor the right `python` on its PATH
     command = str(Path(sys.executable).absolute())
     args = ["-m", "triage_agent", "mcp", *[a for r in roots for a in ("--root", str(r))]]
+    entry: dict[str, Any] = {"command": command, "args": args}
     if client == "codex":
         quoted = ", ".join(json.dumps(a) for a in args)
-        return WHERE[client], f'[mcp_servers.triage]\ncommand = {json.dumps(command)}\nargs = [{quoted}]\n'
-    entry = {"command": command, "args": args}
-    if client == "vscode":
-        return WHERE[client], json.dumps({"servers": {"triage": {"type": "stdio", **entry}}}, indent=2) + "\n"
-    return WHERE[client], json.dumps({"mcpServers": {"triage": entry}}, indent=2) + "\n"
+        return WHERE[client], (f'[mcp_servers.triage]\ncommand = {json.dumps(command)}\nargs = [{quoted}]\n'
+                               f"startup_timeout_sec = {CODEX_STARTUP_SECONDS}\n")
+    if client == "continue":
+        import yaml
+
+        block = {"name": "triage", "version": "0.1.0", "schema": "v1", "mcpServers": [{"name": "triage", **entry}]}
+        return WHERE[client], yaml.safe_dump(block, sort_keys=False)
+    if client == "devin":  # on Devin's own machine, where triage is installed as a command
+        fields = {"name": "triage", "transport": "STDIO", "command": "triage",
+                  "args": args[2:], "env": {}}
+        return WHERE[client], json.dumps(fields, indent=2) + "\n"
+    shapes: dict[str, dict[str, Any]] = {
+        "vscode": {"servers": {"triage": {"type": "stdio", **entry}}},
+        "zed": {"context_servers": {"triage": {**entry, "env": {}}}},
+        "cline": {"mcpServers": {"triage": {**entry, "disabled": False, "autoApprove": []}}},
+    }
+    return WHERE[client], json.dumps(shapes.get(client, {"mcpServers": {"triage": entry}}), indent=2) + "\n"

@@ -9,6 +9,7 @@ from typing import Any, Literal, get_args
 Severity = Literal["high", "medium", "low", "info"]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 SEVERITY_RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
+RAISED: tuple[Severity, ...] = ("high", "medium", "info")  # the severities rules raise: what --fail-on offers
 
 
 @dataclass

@@ -11,7 +11,7 @@ from triage_agent.render.terminal import chained_id, crash_lines, fmt_value, pre
 from triage_agent.render.text import html_text
 from triage_agent.report import Report
 
-CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-width:1120px}
+CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 .high{color:#b00020;font-weight:bold}.medium{color:#b36b00}.low{color:#00609c}.info{color:#777}

@@ -13,6 +13,7 @@ import numpy as np
 
 from triage_agent.errors import BadInput
 from triage_agent.extras import DISTRIBUTION
+from triage_agent.numbers import plot_range
 from triage_agent.render.text import html_text
 
 MAX_POINTS = 2000  # per line: a 100,000-step run draws its shape, not every point
@@ -51,10 +52,19 @@ def _thin(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[flo
     return xa.tolist(), ya.tolist()
 
 
+LEGEND_PER_ROW = 3  # legend entries a row holds in a 520-px chart (the page's narrowest), names of ~25 characters
+LEGEND_ROW = 22  # px a legend row takes
+
+
 def _layout(fig: Any, title: str, xlabel: str, ylabel: str = "", integer_x: bool = True) -> Any:
+    # the title at the top of the figure and the legend just above the plot area, with a top margin as tall as
+    # both: Plotly grows a horizontal legend upwards, so a legend of many rows used to cover the title
+    rows = max(1, -(-len(fig.data) // LEGEND_PER_ROW))
     fig.update_layout(
-        title={"text": _t(title), "x": 0, "xanchor": "left", "font": {"size": 14}},
-        height=340, margin={"l": 60, "r": 20, "t": 80, "b": 50}, template="plotly_white",
+        title={"text": _t(title), "x": 0, "xanchor": "left", "font": {"size": 14},
+               "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 10}},
+        height=340 + LEGEND_ROW * (rows - 1), margin={"l": 60, "r": 20, "t": 44 + LEGEND_ROW * rows, "b": 50},
+        template="plotly_white",
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
         hovermode="x unified", showlegend=True)
     fig.update_xaxes(title_text=_t(xlabel), automargin=True, tickformat="d" if integer_x else ".2~f")
@@ -66,14 +76,21 @@ def line_chart(title: str, series: dict[str, tuple[Any, Any]], xlabel: str = "st
                hline: tuple[float, str] | None = None, ylabel: str = "") -> Any:
     go = _go()
     fig = go.Figure()
+    drawn: list[float] = []
     for name, (x, y) in series.items():
         xs, ys = _thin(x, y)
+        drawn += ys
         label = _t(name).replace("%", "%%")
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=_t(name),
                                  hovertemplate=f"{label}<br>step %{{x:d}}: %{{y:.4~g}}<extra></extra>"))
     if hline:
         fig.add_hline(y=hline[0], line_dash="dash", line_color="#888", annotation_text=_t(hline[1]))
-    return _layout(fig, title, xlabel, ylabel)
+        drawn.append(hline[0])
+    _layout(fig, title, xlabel, ylabel)
+    constant = plot_range(drawn)  # a constant series on an axis around its value, not at 0 in [v - 1, v + 1]
+    if constant is not None:
+        fig.update_yaxes(range=constant)
+    return fig
 
 
 def paired_histogram(title: str, before: list[int], after: list[int] | None, band: tuple[float, float],

@@ -11,6 +11,7 @@ from rich.text import Text
 from triage_agent.analysis import rewards
 from triage_agent.findings import chains
 from triage_agent.findings.model import Finding
+from triage_agent.numbers import text
 from triage_agent.render import calibration
 from triage_agent.render.text import LiteralTable, literal, sparkline
 from triage_agent.report import Report
@@ -217,18 +218,8 @@ def metrics_table(report: Report) -> LiteralTable | None:
 
 
 def _num(v: float) -> str:
-    """A number as people read it: no -0.000, no exponent for ordinary magnitudes (4,980 tokens, not 4.98e+03)."""
-    if v != v:
-        return "nan"
-    a = abs(v)
-    if a < 5e-4:
-        return "0" if a == 0 or a < 1e-12 else f"{v:.2g}"
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 100:
-        return f"{v:.0f}"
-    text = f"{v:.3f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
+    """A number as people read it (numbers.text: significant digits, never a nonzero as 0)."""
+    return text(v)
 
 
 def filter_panel(report: Report) -> Panel | None:

@@ -21,6 +21,7 @@ VIEWS: dict[str, str] = {
     "triage_agent.before_after:BeforeAfter": "triage_agent.render.compare:render_before_after",
     "triage_agent.commands.eval:EvalResult": "triage_agent.render.evaluation:render",
     "triage_agent.commands.doctor:DoctorResult": "triage_agent.render.terminal:doctor_view",
+    "triage_agent.window:StepWindow": "triage_agent.render.window:render",
 }
 
 
