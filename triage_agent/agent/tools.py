@@ -275,7 +275,7 @@ def reward_balance(facts: Facts, round: str | None = None) -> dict[str, Any]:
     rows = rewards.component_rows(rd.history.frame, w, bal)
     return {"round": rd.name, "weights": w, "weights_key": f"{wcv.file}:{wcv.key}" if wcv else None,
             "shares": {k: _r(v) for k, v in bal.shares.items()}, "approximate": bal.approximate,
-            "mean_variance": {r.name: [_r(r.mean), rnd(r.variance, 6)] for r in rows[:12]},
+            "mean_variance": {r.name: [_r(r.mean), _r(r.variance)] for r in rows[:12]},
             "variance_ratio_boundary_format": _r(rewards.variance_ratio(rows)),
             "variance_vs_share": rewards.VARIANCE_VS_SHARE,
             "steps": bal.n_steps, "source": bal.source,
