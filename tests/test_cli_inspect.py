@@ -108,3 +108,18 @@ def test_console_script_json_stdout_only(tmp_path):
     assert proc.returncode == 0
     json.loads(proc.stdout)
     assert "Traceback" not in proc.stderr
+
+
+def test_a_trainer_run_shows_no_pseudo_round():
+    # issue 41: trl_grpo_task_dead logs two reward components; their per-step table is no round of the run's
+    code, out, _ = run_cli("inspect", str(SAMPLES / "trl_grpo_task_dead"), "--json")
+    assert json.loads(out)["run"]["rounds"] == {}
+    _, text, _ = run_cli("inspect", str(SAMPLES / "trl_grpo_task_dead"))
+    assert "policy_round" not in text and "Per-round series" not in text
+    from triage_agent.agent import tools
+    from triage_agent.findings.facts import resolve
+    from triage_agent.runs.load import load_run
+
+    facts = resolve(load_run(SAMPLES / "trl_grpo_task_dead"))
+    assert tools.call(facts, "run_overview", {}).output["rounds"] == []
+    assert "diff_rounds" not in {s["function"]["name"] for s in tools.schemas(facts)}

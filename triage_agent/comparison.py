@@ -117,7 +117,7 @@ def series_of(facts: Facts) -> dict[str, Series]:
             s = facts.series(name)
             if s is not None:
                 out[name] = s
-    for role in sorted({r.role for r in run.rounds if r.role != "policy"}):
+    for role in sorted({r.role for r in run.own_rounds}):
         offset = 0
         parts: dict[str, list[tuple[np.ndarray, np.ndarray, str]]] = {}
         for rd in run.rounds_of(role):

@@ -63,7 +63,7 @@ def offline_report(run: Run) -> Report:
 
 def rounds_summary(report: Report) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
-    for rd in report.run.rounds:
+    for rd in report.run.own_rounds:
         out.setdefault(rd.role, []).append(rd.index)
     return {k: sorted(v) for k, v in out.items()}
 

@@ -74,7 +74,7 @@ def tool(*, offered: Callable[[Facts], bool] = _always, inline: bool = False) ->
 
 
 def _has_rounds(facts: Facts) -> bool:
-    return bool(facts.run.rounds)
+    return bool(facts.run.own_rounds)
 
 
 def _has_filter(facts: Facts) -> bool:
@@ -126,7 +126,8 @@ def run_overview(facts: Facts) -> dict[str, Any]:
         "files_by_role": roles, "config_files": run.config_files(),
         "rounds": bounds.listed(({"name": r.name, "history_rows": len(r.history.frame) if r.history else 0,
                                   "samples_rows": len(r.samples.frame) if r.samples else 0,
-                                  "source": r.history.source if r.history else r.meta_source} for r in run.rounds), 12),
+                                  "source": r.history.source if r.history else r.meta_source} for r in run.own_rounds),
+                              12),
         "trainer_metrics": {"trainer": run.trainer, "steps": len(run.metrics.frame),
                             "series": bounds.listed(facts.trainer_columns(), 30),
                             "total_series": len(facts.trainer_columns()),

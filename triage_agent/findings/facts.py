@@ -148,7 +148,7 @@ class Facts:
     @cached_property
     def _round_stats(self) -> list[tuple[Round, dict[str, rewards.SeriesStats]]]:
         out = []
-        for rd in self.run.rounds:
+        for rd in self.run.own_rounds:
             if rd.history is None:
                 continue
             frame = rd.history.frame

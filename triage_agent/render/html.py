@@ -34,7 +34,7 @@ def _figures(report: Report) -> list[Any]:
     run, facts = report.run, report.facts
     out: list[Any] = []
     w = facts.weights
-    for rd in run.rounds:
+    for rd in run.own_rounds:
         if rd.history is None or rd.role == "generator":
             continue
         frame = rd.history.frame

@@ -43,7 +43,7 @@ def run_line(report: Report) -> str:
 
 def shown_rounds(report: Report) -> list[str]:
     """The rounds of an alternating run; a trainer run's reward components are not rounds."""
-    return [f"{r.role} {r.index}" for r in report.run.rounds if r.role != "policy"]
+    return [f"{r.role} {r.index}" for r in report.run.own_rounds]
 
 
 def summary(report: Report) -> Panel:

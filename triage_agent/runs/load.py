@@ -424,7 +424,7 @@ class _TrainerParts:
             cols = {"step": frame["step"].to_numpy(), **{c[3:]: frame[c].to_numpy() for c in components}}
             if "reward" in frame.columns:
                 cols["total"] = frame["reward"].to_numpy()
-            run.rounds.append(Round(role="policy", index=1, history=Table(frame_of(cols), rel)))
+            run.rounds.append(Round(role="policy", index=1, history=Table(frame_of(cols), rel), derived=True))
 
 
 def _kind(run: Run, declared: str | None) -> str:

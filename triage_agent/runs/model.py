@@ -61,6 +61,9 @@ class Round:
     samples: Table | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     meta_source: str | None = None
+    # made by triage from a trainer run's reward components (their per-step table, for the reward tools), not a round
+    # the run has: never listed, charted or summarised as one
+    derived: bool = False
 
     @property
     def name(self) -> str:
@@ -252,6 +255,11 @@ class Run:
     def config_value(self, leaf: str, default: Any = None) -> Any:
         cv = self.config(leaf)
         return default if cv is None else cv.value
+
+    @property
+    def own_rounds(self) -> list[Round]:
+        """The rounds the run has (a trainer run's derived components table left out)."""
+        return [r for r in self.rounds if not r.derived]
 
     def rounds_of(self, role: str) -> list[Round]:
         return sorted((r for r in self.rounds if r.role == role), key=lambda r: r.index)
