@@ -251,7 +251,7 @@ class Store:
         self.config: dict[str, Any] = {}
         self.errors: list[ParseError] = []
         self.notes: list[str] = []
-        self.console, self.lineno, self.kept, self.dropped = b"", 0, 0, 0
+        self.console, self.lineno, self.kept, self.dropped = bytearray(), 0, 0, 0
         self.exit_code: int | None = None
         self.broken = False  # the framing broke: nothing after it is read
 
@@ -309,13 +309,25 @@ class Store:
             elif num == _EXIT:
                 self.exit_code = next((v for f, w, v in fields(val) if f == 1 and w == 0), 0)
             elif num in (_OUTPUT, _OUTPUT_RAW) and self.scanner is not None:
-                self.console += _line(val)
-                *whole, self.console = self.console.split(b"\n")
-                for text in whole:
-                    self.lineno += 1
-                    self.scanner.line(text[:limits.MAX_LINE] + b"\n", self.lineno)
-                if len(self.console) > limits.MAX_LINE:  # a line without end: bounded like a log's
-                    self.console = self.console[-limits.MAX_LINE:]
+                self._console(_line(val))
+
+    def _console(self, text: bytes) -> None:
+        """A console record's text: whole lines go to the scanner, the rest waits in a buffer that only grows (a
+        record without a newline costs its own bytes, never a copy of the line so far), up to MAX_LINE: past it
+        the line's head is what is scanned, as a log's long line is."""
+        if self.scanner is None:
+            return
+        if b"\n" not in text:
+            room = limits.MAX_LINE - len(self.console)
+            if room > 0:
+                self.console += text[:room]
+            return
+        first, *whole, rest = text.split(b"\n")
+        room = max(0, limits.MAX_LINE - len(self.console))
+        for line in (bytes(self.console) + first[:room], *whole):
+            self.lineno += 1
+            self.scanner.line(line[:limits.MAX_LINE] + b"\n", self.lineno)
+        self.console = bytearray(rest[:limits.MAX_LINE])
 
     def result(self, final: bool = False) -> FormatRead:
         """What the file gave up to now. `final`: nothing more will be read (a one-shot read), so a console line
@@ -335,8 +347,8 @@ class Store:
         if self.scanner is not None:
             if final and self.console:
                 self.lineno += 1
-                self.scanner.line(self.console[:limits.MAX_LINE], self.lineno)
-                self.console = b""
+                self.scanner.line(bytes(self.console[:limits.MAX_LINE]), self.lineno)
+                self.console = bytearray()
             if self.lineno:
                 self.scanner.scan.lines = self.lineno
                 got.log = self.scanner.finish() if final else self.scanner.snapshot()
