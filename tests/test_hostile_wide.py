@@ -23,23 +23,40 @@ def _sparse(path: Path, head: str, size: int) -> None:
     assert path.stat().st_blocks * 512 < 1 << 20
 
 
+def _in_child(check) -> None:
+    """`check()` in a child with a memory cap and a time limit (the old code was quadratic here: minutes, GBs)."""
+
+    def call(out, err):
+        check()
+        return 0
+
+    res = run_fn(call, [check.__name__], timeout=30)
+    assert res.code == 0, (res.code, res.stderr[-800:])
+
+
 def test_columns_keep_a_bounded_number_of_distinct_keys_and_count_the_rest():
-    n = 50_000
-    rows = [{"step": i, "loss": 1.0, f"k{i}": float(i)} for i in range(n)]
-    cols = base.Columns.from_rows(rows)
-    kept = (1 << 25) // n  # 671: the cell budget over 50,000 rows; the step and loss (held by every row) first
-    assert len(cols.keys) == kept and cols.keys[:3] == ["step", "loss", "k0"]
-    assert cols.cut == n + 2 - kept
-    assert cols.values["k7"][7] == 7.0 and int(cols.present["k7"].sum()) == 1
-    # concatenated parts are held to the same bounds, and their cuts add up
-    halves = base.Columns.concat([base.Columns.from_rows(rows[:n // 2]), base.Columns.from_rows(rows[n // 2:])])
-    assert len(halves.keys) == kept and halves.cut == n + 2 - kept
+    def check() -> None:
+        n = 50_000
+        rows = [{"step": i, "loss": 1.0, f"k{i}": float(i)} for i in range(n)]
+        cols = base.Columns.from_rows(rows)
+        kept = (1 << 25) // n  # 671: the cell budget over 50,000 rows; the step and loss (held by every row) first
+        assert len(cols.keys) == kept and cols.keys[:3] == ["step", "loss", "k0"]
+        assert cols.cut == n + 2 - kept
+        assert cols.values["k7"][7] == 7.0 and int(cols.present["k7"].sum()) == 1
+        # concatenated parts are held to the same bounds, and their cuts add up
+        halves = base.Columns.concat([base.Columns.from_rows(rows[:n // 2]), base.Columns.from_rows(rows[n // 2:])])
+        assert len(halves.keys) == kept and halves.cut == n + 2 - kept
+
+    _in_child(check)
 
 
 def test_one_record_of_many_keys_keeps_max_keys():
-    row = {"step": 1.0, **{f"m{i}": 1.0 for i in range(300_000)}}
-    cols = base.Columns.from_rows([row])
-    assert cols.keys[:2] == ["step", "m0"] and len(cols.keys) == 4096 and cols.cut == 300_001 - 4096
+    def check() -> None:
+        row = {"step": 1.0, **{f"m{i}": 1.0 for i in range(300_000)}}
+        cols = base.Columns.from_rows([row])
+        assert cols.keys[:2] == ["step", "m0"] and len(cols.keys) == 4096 and cols.cut == 300_001 - 4096
+
+    _in_child(check)
 
 
 def test_a_log_table_with_a_new_name_on_every_line_is_read_and_says_what_it_cut(tmp_path):

@@ -38,6 +38,7 @@ class Comparison:
     only: list[list[str]]  # finding ids each run has that no other run has
     common: list[str]
     config_files: list[list[str]] = field(default_factory=list)  # each run's config files (none: nothing compared)
+    left_out: list[str] = field(default_factory=list)  # runs given but not compared (past their budget), and why
 
     def config_note(self) -> str | None:
         """What the config comparison rests on, when some run has no config file to compare."""
@@ -74,6 +75,7 @@ class Comparison:
                         "parts_at_step": sc.parts_at[1:], "sources": sc.sources} for sc in self.series],
             "findings": {"common": self.common,
                          "only_in": [{"run": n, "ids": ids} for n, ids in zip(self.names, self.only)]},
+            **({"left_out": self.left_out} if self.left_out else {}),
         }
 
 

@@ -22,6 +22,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.render import compare as view
 
     result = compare(args.runs)
+    for why in result.left_out:  # a run past its budget: said, the others compared
+        err.print(f"note: left out {why}", markup=False, highlight=False)
     write_page(args.html, lambda: view.html(result), err, "HTML page")
     emit(out, args.json, result)
     return 0
