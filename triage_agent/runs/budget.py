@@ -62,7 +62,7 @@ def run_budget() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
-    limit = seconds()
+    limit = seconds() if signal.getitimer(signal.ITIMER_REAL)[0] == 0 else 0  # never another's timer replaced
 
     def late(signum: int, frame: FrameType | None) -> None:
         raise OverBudget(limit)
