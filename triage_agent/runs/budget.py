@@ -18,6 +18,8 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
+from triage_agent import bounded
+
 RUN_SECONDS = 600.0  # a run of 200,000 steps reads in well under a minute; a sweep's other runs wait no longer
 RUN_MEMORY = 8 << 30  # address space one run's read may add (a 4 GB W&B file read as columns fits)
 
@@ -87,8 +89,7 @@ def _limit_memory() -> tuple[int, int] | None:
     if resource is None or not budget:
         return None
     try:
-        with open("/proc/self/statm") as fh:
-            held = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        held = int(bounded.read_text("/proc/self/statm", 4096).split()[0]) * os.sysconf("SC_PAGE_SIZE")
         old = resource.getrlimit(resource.RLIMIT_AS)
         want = held + budget
         if old[0] != resource.RLIM_INFINITY and old[0] <= want:

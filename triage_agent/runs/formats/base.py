@@ -47,9 +47,11 @@ def column(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
 # Distinct keys a reader keeps (as TensorBoard's MAX_TAGS): memory is keys x rows, so a file that logs a new name
 # on every line (a key per step, a record of a million keys) is cut here, and the count of what was cut is said
 MAX_KEYS = 4096
-# dense cells (keys x rows, a float64 and a bool each: ~9 bytes) one Columns holds; past it the keys that hold the
-# fewest values go first (a 200,000-row run keeps its 167 most logged keys; canonical keeps 64 extras anyway)
-MAX_CELLS = 1 << 25
+# dense cells (keys x rows, a float64 and a bool each: ~9 bytes) one Columns gives to keys that few rows hold; past
+# it those holding the fewest values go first. A key held by one row in DENSE_SHARE or more is always kept (up to
+# MAX_KEYS): a real run's metrics are logged on most steps, so its columns stay whole at any length
+MAX_CELLS = 1 << 24
+DENSE_SHARE = 16
 
 
 @dataclass
@@ -118,14 +120,42 @@ class Columns:
 
 
 def _kept(keys: list[str], held: dict[str, int], n: int) -> tuple[list[str], int]:
-    """The keys kept of `keys` (in their order) within MAX_KEYS and MAX_CELLS for `n` rows, and how many were cut:
-    past the budget the keys holding the fewest values go (the step is always kept)."""
-    limit = max(1, min(MAX_KEYS, MAX_CELLS // max(n, 1)))
+    """The keys kept of `keys` (in their order) and how many were cut: at most MAX_KEYS; of those held by fewer than
+    one row in DENSE_SHARE, only as many as MAX_CELLS affords over `n` rows, the most held first (the step always
+    stays)."""
+    ranked = sorted(range(len(keys)), key=lambda i: (keys[i] != "step", -held.get(keys[i], 0), i))
+    dense = sum(1 for k in keys if held.get(k, 0) * DENSE_SHARE >= n)
+    limit = min(MAX_KEYS, max(1, dense, MAX_CELLS // max(n, 1)))
     if len(keys) <= limit:
         return keys, 0
-    ranked = sorted(range(len(keys)), key=lambda i: (keys[i] != "step", -held.get(keys[i], 0), i))
-    keep = set(sorted(ranked[:limit]))
+    keep = set(ranked[:limit])
     return [k for i, k in enumerate(keys) if i in keep], len(keys) - limit
+
+
+class Parts:
+    """Columns gathered a batch of rows at a time (a large file's reader). The parts' empty cells (keys few rows
+    hold) are merged away, within the budgets, whenever they pass twice what the last merge left (or MAX_CELLS):
+    a file of a new key on every line keeps its memory bounded, a real run's parts are never merged early."""
+
+    def __init__(self) -> None:
+        self.parts: list[Columns] = []
+        self.empty = 0
+        self.allowed = 2 * MAX_CELLS
+
+    def add(self, cols: Columns) -> None:
+        self.parts.append(cols)
+        self.empty += _empty(cols)
+        if self.empty > self.allowed:
+            self.parts = [Columns.concat(self.parts)]
+            self.empty = _empty(self.parts[0])
+            self.allowed = 2 * max(MAX_CELLS, self.empty)
+
+    def columns(self) -> Columns:
+        return Columns.concat(self.parts)
+
+
+def _empty(cols: Columns) -> int:
+    return cols.n * len(cols.values) - sum(int(h.sum()) for h in cols.present.values())
 
 
 def _sparse(rows: list[dict[str, Any]]) -> Columns:

@@ -28,7 +28,7 @@ import orjson
 from triage_agent import bounded
 from triage_agent.runs import console, values
 from triage_agent.runs.console import limits
-from triage_agent.runs.formats.base import Columns, Format, FormatRead
+from triage_agent.runs.formats.base import Columns, Format, FormatRead, Parts
 from triage_agent.runs.formats.protowire import varint
 from triage_agent.runs.formats.wandb import STEP_KEYS  # a row's step, as in wandb-history.jsonl
 from triage_agent.runs.model import ParseError
@@ -247,7 +247,7 @@ class Store:
         self.scanner = console.Scanner(rel) if not (files / "output.log").exists() else None
         self.rel, self.framing = rel, Framing()
         self.rows: list[dict[str, Any]] = []
-        self.parts: list[Columns] = []
+        self.parts = Parts()
         self.config: dict[str, Any] = {}
         self.errors: list[ParseError] = []
         self.notes: list[str] = []
@@ -298,7 +298,7 @@ class Store:
                     self.rows.append(row)
                     self.kept += 1
                     if len(self.rows) >= BATCH:
-                        self.parts.append(_columns(self.rows))
+                        self.parts.add(_columns(self.rows))
                         self.rows = []
             elif num == _CONFIG:
                 _config(val, self.config)
@@ -333,10 +333,12 @@ class Store:
         """What the file gave up to now. `final`: nothing more will be read (a one-shot read), so a console line
         without its newline is read too; while a run is watched it is left for a later pass, as a log's is."""
         if self.rows:  # the pending rows become columns now: later rows go to a new part
-            self.parts.append(_columns(self.rows))
+            self.parts.add(_columns(self.rows))
             self.rows = []
-        self.parts = [Columns.concat(self.parts)] if len(self.parts) > 1 else self.parts
-        got = FormatRead(columns=self.parts[0] if self.parts else Columns(0, [], {}, {}), errors=list(self.errors),
+        merged, self.parts = self.parts.columns(), Parts()  # one part again: a later pass adds to it
+        if merged.n:
+            self.parts.add(merged)
+        got = FormatRead(columns=merged, errors=list(self.errors),
                          notes=list(self.notes), config=dict(self.config) or None)
         if self.dropped:
             got.notes.append(f"{self.rel}: {self.dropped:,} history rows past the first {MAX_ROWS:,} were not read")
