@@ -2,7 +2,7 @@
 time or memory budget ends as a row (or a note) that says so, and the other runs still report. Without it one
 run of a quadratic shape held a whole sweep of healthy runs hostage.
 
-Time: an interval timer (SIGALRM) raises `OverBudget` in the thread reading the run, between Python bytecodes
+Time: an interval timer (SIGALRM, repeated until the read ends) raises `OverBudget` in the thread reading the run, between bytecodes
 (a call in C ends first: every reader's C calls are bounded in bytes). Memory: the address space the process may
 add while reading the run (RLIMIT_AS, restored after), so a run past it meets a MemoryError, said as such. Both
 work in the main thread of a process (the command's, or a sweep worker's); elsewhere the run is read unbudgeted.
@@ -70,8 +70,8 @@ def run_budget() -> Iterator[None]:
         raise OverBudget(limit)
 
     before = signal.signal(signal.SIGALRM, late) if limit else None
-    if limit:
-        signal.setitimer(signal.ITIMER_REAL, limit)
+    if limit:  # repeated: a raise that lands in a finaliser (a __del__, a gc callback) is lost, the next is not
+        signal.setitimer(signal.ITIMER_REAL, limit, max(0.05, min(1.0, limit / 4)))
     restore = _limit_memory()
     try:
         yield
