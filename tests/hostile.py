@@ -44,6 +44,11 @@ class Result:
         return out
 
 
+def _address_space() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 30.0, stdin: str | None = None) -> Result:
     """`triage ARGV` in a forked child with `env` applied; stdout/stderr captured at width 100."""
     from triage_agent.cli import main
@@ -74,7 +79,10 @@ def run_fn(fn: Any, argv: list[str] | None = None, env: dict[str, str] | None = 
 
             fs = forkserver._forkserver  # type: ignore[attr-defined]
             fs._forkserver_pid = fs._forkserver_address = fs._forkserver_alive_fd = None
-            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+            # the cap is on what the case adds: a child inherits the address space of a test process that has
+            # grown (pyarrow's thread pools and arenas: 2.3 GB of address space after a hundred tests)
+            cap = _address_space() + MEMORY_CAP
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
             os.environ.update(env or {})
             code = fn(out, err)
         except SystemExit as exc:  # argparse

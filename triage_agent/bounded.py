@@ -188,15 +188,29 @@ def write_new(path: Path | str, data: bytes | None = None) -> None:
             fh.write(data)
 
 
-def lines(fh: IO[bytes], max_line: int) -> Iterator[bytes | None]:
-    """The file's lines; a line longer than `max_line` is skipped unread and given as None."""
-    while raw := fh.readline(max_line):
+def lines(fh: IO[bytes], max_line: int, end: int | None = None, seconds: float = READ_SECONDS) -> Iterator[bytes | None]:
+    """The file's lines up to about byte `end` (the line that crosses it is the last) and within `seconds`; a
+    line longer than `max_line` is skipped unread (never held whole: a sparse file's gigabytes of zeros are one
+    "line") and given as None. The caller compares `fh.tell()` with the size to say what was left."""
+    deadline = time.monotonic() + seconds
+    while (end is None or fh.tell() < end) and time.monotonic() < deadline and (raw := fh.readline(max_line)):
         if len(raw) == max_line and not raw.endswith(b"\n"):
-            while (more := fh.readline(max_line)) and not more.endswith(b"\n"):
-                pass
+            _skip_line(fh, end, deadline)
             yield None
             continue
         yield raw
+
+
+def _skip_line(fh: IO[bytes], end: int | None, deadline: float) -> None:
+    """Read on past the next newline (or to `end`, the file's end or the deadline), a megabyte at a time."""
+    while (end is None or fh.tell() < end) and time.monotonic() < deadline:
+        chunk = fh.read(CHUNK)
+        if not chunk:
+            return
+        nl = chunk.find(b"\n")
+        if nl >= 0:
+            fh.seek(nl + 1 - len(chunk), os.SEEK_CUR)
+            return
 
 
 def entries(items: Iterable[T], limit: int, seconds: float = READ_SECONDS) -> Iterator[T]:

@@ -41,6 +41,7 @@ class Comparison:
     config_files: list[list[str]] = field(default_factory=list)  # each run's config files (none: nothing compared)
     # two runs of one family (selector/generator or solver-calibration): did the change help, per seed quantity
     before_after: BeforeAfter | None = None
+    left_out: list[str] = field(default_factory=list)  # runs given but not compared (past their budget), and why
 
     def config_note(self) -> str | None:
         """What the config comparison rests on, when some run has no config file to compare."""
@@ -79,6 +80,7 @@ class Comparison:
                          "only_in": [{"run": n, "ids": ids} for n, ids in zip(self.names, self.only)]},
             **({"before_after": self.before_after.document(compact=limit is not None)}
                if self.before_after is not None else {}),
+            **({"left_out": self.left_out} if self.left_out else {}),
         }
 
 

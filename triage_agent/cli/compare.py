@@ -26,6 +26,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     result = compare(args.runs)
     if isinstance(result, Comparison):
+        for why in result.left_out:  # a run past its budget: said, the others compared
+            err.print(f"note: left out {why}", markup=False, highlight=False)
         page = result
         write_page(args.html, lambda: view.html(page), err, "HTML page")
     elif args.html:

@@ -9,6 +9,7 @@ from triage_agent.before_after import BeforeAfter
 from triage_agent.comparison import Comparison, compare_facts
 from triage_agent.errors import BadInput
 from triage_agent.report import Report, offline_report
+from triage_agent.runs import budget
 from triage_agent.runs.load import load_run
 
 MAX_RUNS = 8  # side by side; more is a sweep (`triage inspect DIR`)
@@ -27,5 +28,18 @@ def compare(paths: list[str | Path]) -> Comparison | BeforeAfter:
         return before_after.within(facts)
     if len(paths) > MAX_RUNS:
         raise BadInput(f"compare takes at most {MAX_RUNS} runs; for a whole sweep use `triage inspect DIR`")
-    reports: list[Report] = [offline_report(load_run(p)) for p in paths]
-    return compare_facts([r.facts for r in reports], [[f.id for f in r.findings] for r in reports])
+    reports: list[Report] = []
+    left_out: list[str] = []
+    for p in paths:  # each run within its own budget: one past it is left out and said, the others compared
+        try:
+            with budget.run_budget():
+                reports.append(offline_report(load_run(p)))
+        except budget.OverBudget as exc:
+            left_out.append(f"{p}: {exc}")
+        except MemoryError:
+            left_out.append(f"{p}: {budget.out_of_memory()}")
+    if len(reports) < 2:
+        raise BadInput("compare needs two runs or more that could be read: " + "; ".join(left_out))
+    result = compare_facts([r.facts for r in reports], [[f.id for f in r.findings] for r in reports])
+    result.left_out = left_out
+    return result

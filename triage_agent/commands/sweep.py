@@ -17,6 +17,7 @@ from typing import Any
 from triage_agent.errors import BadInput, TriageError, Unreachable
 from triage_agent.extras import install_hint
 from triage_agent.findings.model import SEVERITY_RANK
+from triage_agent.runs import budget
 from triage_agent.runs.sweep import Split
 
 SCHEMA = "triage.sweep/v1"
@@ -87,9 +88,16 @@ def inspect_one(location: str, name: str, display: str | None, now: float, keep_
 
     row: dict[str, Any] = {"name": name, "path": display or location}
     try:
-        report = offline_report(load_run(location, now=now, split=False, display=display))
+        with budget.run_budget():  # a run past its budget is a row that says so; the other runs still report
+            report = offline_report(load_run(location, now=now, split=False, display=display))
     except TriageError as exc:
         row["error"] = str(exc)
+        return row
+    except budget.OverBudget as exc:
+        row["error"] = str(exc)
+        return row
+    except MemoryError:
+        row["error"] = budget.out_of_memory()
         return row
     ranked = sorted(report.findings, key=lambda f: SEVERITY_RANK[f.severity])
     row.update(trainer=report.run.trainer, kind=report.run.kind, steps=_steps(report.run),

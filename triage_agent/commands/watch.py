@@ -22,7 +22,7 @@ from triage_agent.errors import BadInput
 from triage_agent.findings import engine
 from triage_agent.findings.facts import resolve
 from triage_agent.findings.model import SEVERITY_RANK, Finding
-from triage_agent.runs import remote
+from triage_agent.runs import budget, remote
 from triage_agent.runs.follow import Follower
 from triage_agent.runs.load import NothingRecognisable, load_run
 from triage_agent.runs.model import Run
@@ -182,9 +182,17 @@ def watch(location: str, on_event: Callable[[WatchEvent], bool], *, interval: fl
         t0 = time.perf_counter()
         follower.read_bytes = 0
         try:
-            run: Run | None = load_run(location, now=clock(), reader=follower)
+            with budget.run_budget():  # a pass past its budget is said, and the watch goes on to the next
+                run: Run | None = load_run(location, now=clock(), reader=follower)
         except NothingRecognisable:
             run = None  # the run has not written anything yet: wait for it
+        except (budget.OverBudget, MemoryError) as exc:
+            run = None
+            follower = Follower()  # its state may be half updated: the next pass reads anew
+            why = str(exc) if isinstance(exc, budget.OverBudget) else budget.out_of_memory()
+            if on_event(WatchEvent("run.over_budget", "warning", f"this pass was {why}", state.last_step, {},
+                                   location, clock(), event="note")):
+                return 1
         if run is None:
             state.passes += 1
         else:

@@ -19,7 +19,7 @@ from triage_agent.runs import discover as disc
 from triage_agent.runs import gold, paradigm, remote, round_names, sweep, trainers
 from triage_agent.runs.configs import flatten, load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
-from triage_agent.runs.formats.base import Columns
+from triage_agent.runs.formats.base import MAX_KEYS, Columns
 from triage_agent.runs.formats.canonical import (
     EVAL_LOSS,
     Canonical,
@@ -368,6 +368,10 @@ class _TrainerParts:
         for rel, rows in self.rows:
             can = reader.canonical(rel, rows, naming)
             n_rows = rows.n if isinstance(rows, Columns) else len(rows)
+            if can.cut:  # a file of too many distinct names: the rest were counted, not kept
+                run.notes.append(f"{rel}: {can.cut:,} of its {can.cut + len(can.raw_keys):,} distinct metric names "
+                                 f"were not read (at most {MAX_KEYS:,} are kept, fewer over {n_rows:,} rows: those "
+                                 "logged on the fewest rows go first)")
             if n_rows >= MERGE_MIN_ROWS and len(can.frame) < MERGE_SHARE * n_rows:
                 # two counts of one file disagree: its rows were folded onto fewer steps than they are
                 run.unread.append(Unread(rel, n_rows - len(can.frame), (), None,

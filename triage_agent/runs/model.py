@@ -141,6 +141,7 @@ class LogScan:
     cut_short: int = 0
     cut_short_lines: list[int] = field(default_factory=list)
     cut_short_example: str | None = None
+    left_unread: str | None = None  # how much of the log was left unread past a bound (bytes, time), said as a note
     skips: Skips = field(default_factory=Skips)
     # completions the log printed (console/samples.py): step and degenerate kind ("" for none); the first
     # degenerate ones as text

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -27,7 +28,10 @@ from triage_agent.runs import discover as disc
 from triage_agent.runs import stores
 from triage_agent.runs.sweep import SPLIT_DEPTH
 
-MAX_FILES = 50_000  # files listed under one remote folder; past this the listing stops and says so
+MAX_FILES = 10_000  # files listed under one remote folder; past this the listing stops and says so (fetched one
+# by one, an HTTP index of 300,000 links took ~55 minutes; a sweep of 1,000 runs of 10 files fits)
+MIRROR_SECONDS = 1800.0  # fetching one mirror, all objects; past it the rest is not fetched (said)
+MIRROR_BYTES = 64 << 30  # bytes fetched for one mirror; past it the rest is not fetched (said)
 MAX_FILE_BYTES = 8 << 30  # a bigger object is not fetched (a week of console output is ~1-5 GB)
 UNSIZED_BYTES = 256 << 20  # an object whose size is not listed (an HTTP body without a length) is cut here
 MAX_FOLDERS = 20_000  # folders walked under one remote folder (a server can list new folders forever)
@@ -167,7 +171,15 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
     keep: set[Path] = set()
     safe = {rel: _safe_parts(rel) for rel in files}
     folders = {"/".join(p[:n]) for p in safe.values() if p for n in range(1, len(p))}
+    deadline = time.monotonic() + MIRROR_SECONDS
     for i, (rel, info) in enumerate(files.items()):
+        if time.monotonic() > deadline or res.fetched_bytes > MIRROR_BYTES:
+            why = f"took more than {MIRROR_SECONDS:g} s" if time.monotonic() > deadline else \
+                f"fetched more than {MIRROR_BYTES / 1e9:g} GB"
+            res.notes.append(f"{res.url}: the mirror {why}: {len(files) - i:,} of its {len(files):,} files were not "
+                             "fetched")
+            cut = True
+            break
         parts = safe[rel]
         if parts is None:
             res.notes.append(f"{res.url}: skipped a key that is not a safe file name: {rel[:120]!r}")

@@ -18,6 +18,9 @@ from triage_agent.extras import install_hint
 
 CONNECT_SECONDS = 30.0  # to open a connection; an unreachable host fails within this
 READ_SECONDS = 60.0  # between two reads of a reply: a stalled server is dropped after this
+# one reply whole, headers and body: aiohttp's sock_read starts again at every byte, so a server that trickles its
+# headers a byte at a time was never cut (a file is read in blocks of a few MB, each its own reply)
+REPLY_SECONDS = 300.0
 BODY_BYTES = 64 << 20  # a reply read whole (an HTTP folder listing, one 5 MB block of a file): past this, refused
 # fsspec protocols that wrap another file system or a local archive: not a store a run lives on
 WRAPPERS = ("zip", "tar", "dir", "reference", "simplecache", "filecache", "blockcache", "cached", "libarchive",
@@ -58,7 +61,7 @@ def options(protocol: str) -> dict[str, Any]:
 
         trace = aiohttp.TraceConfig()
         trace.on_request_redirect.append(_same_origin)
-        return {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=None, connect=CONNECT_SECONDS,
+        return {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=REPLY_SECONDS, connect=CONNECT_SECONDS,
                                                                    sock_read=READ_SECONDS),
                                   "trace_configs": [trace], "response_class": _capped_response()}}
     if protocol in ("s3", "s3a"):

@@ -84,12 +84,35 @@ _KEEP_ONLY_OPENINGS = bytes(b for b in range(256) if b not in b"{[\n")
 _OPENINGS_RUN = re.compile(rb"[{\[]{%d}" % (MAX_OPENINGS + 1))
 
 
+_KEY = re.compile(rb'"((?:[^"\\\n]|\\.)*)"\s*:')  # a JSON object's key (or more: an upper bound)
+WIDTH_BYTES = 2 << 20  # the head whose keys are counted: pyarrow's first batch (STREAM_BLOCK) and more
+WHOLE_BYTES = 64 << 20  # pyarrow reads a file whole (keys that appear after its first batch) only up to this size
+
+
+def _narrow(path: Path, lines: int, limit: int | None = None) -> bool:
+    """Whether pyarrow may read the file: its cost is keys x rows (a new key on every line: 20,000 lines took
+    37 s and 9 GB), so the distinct keys in the first `limit` bytes (the whole file when None) times the lines
+    must fit the column budget (formats/base.py). Counted by a regex over the bytes: never fewer than the keys."""
+    from triage_agent.runs.formats.base import MAX_CELLS, MAX_KEYS
+
+    with bounded.open_binary(path) as fh:
+        data = fh.read(WIDTH_BYTES if limit is None else limit + 1)
+    if limit is not None and len(data) > limit:
+        return False
+    keys = len(set(_KEY.findall(data)))
+    return keys <= MAX_KEYS and keys * max(lines, 1) <= MAX_CELLS
+
+
 def _survey(path: Path, chunk: int = 8 << 20) -> tuple[bool, int]:
-    """One pass over a JSONL file: (a line might nest too deep for pyarrow, how many lines it has). The
-    pass stops at the first line too deep (that file goes to the line reader: the count is moot)."""
-    carry, lines, last = 0, 0, b"\n"
+    """One pass over a JSONL file: (a line might nest too deep for pyarrow, or the file is too large for it,
+    how many lines it has). The pass stops at the first line too deep (that file goes to the line reader: the
+    count is moot), or past MAX_JSONL_BYTES (the line reader reads it up to there)."""
+    carry, lines, last, seen = 0, 0, b"\n", 0
     with bounded.open_binary(path) as fh:
         while block := fh.read(chunk):
+            seen += len(block)
+            if seen > MAX_JSONL_BYTES:
+                return True, 0
             compact = b"{" * carry + block.translate(None, _KEEP_ONLY_OPENINGS)  # only brackets and newlines
             if _OPENINGS_RUN.search(compact):
                 return True, 0
@@ -105,9 +128,11 @@ STREAM_BLOCK = 1 << 20  # bytes per batch of the streaming JSON reader: bounded 
 def _read_jsonl(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:
     deep, lines = _survey(path)
     _give_back_memory()  # the survey's read buffers, before the reader's own
-    if deep:
+    if deep or not _narrow(path, lines):
         return _read_jsonl_slow(path, rel)
     for read in (lambda p: _stream_jsonl(p, lines), _whole_jsonl):
+        if read is _whole_jsonl and not _narrow(path, lines, WHOLE_BYTES):
+            break
         try:
             frame = read(path)
         except (pa.ArrowException, OSError, ValueError):
@@ -166,9 +191,11 @@ def read_jsonl_numbers(path: Path) -> tuple[dict[str, tuple[np.ndarray, np.ndarr
     no number; a NaN literal is one. Columns of other types (strings, bools, objects) are skipped. None when
     pyarrow refuses the file or a line nests too deep for it: the caller reads it line by line then."""
     deep, lines = _survey(path)
-    if deep:
+    if deep or not _narrow(path, lines):
         return None
     for streaming in (True, False):
+        if not streaming and not _narrow(path, lines, WHOLE_BYTES):
+            break
         try:
             if streaming:
                 batches: Any = pajson.open_json(path, read_options=pajson.ReadOptions(block_size=STREAM_BLOCK),
@@ -216,10 +243,19 @@ def _jsonl_line_numbers(path: Path, rows: int, lines: int) -> range | list[int]:
     return numbers
 
 
+MAX_JSON_LINE = 64 << 20  # one JSON line (a row, a rollout with its completion); a longer one is skipped unread
+MAX_JSONL_BYTES = 4 << 30  # a JSON-lines file is read up to here (a sparse file of zeros, a runaway dump)
+
+
 def iter_json_objects(path: Path, rel: str, errors: list[ParseError]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every JSON-object line; bad lines go to `errors` with their location."""
+    """(line number, object) for every JSON-object line; bad lines go to `errors` with their location. A line
+    past MAX_JSON_LINE is skipped without being held, and the file is read no further than MAX_JSONL_BYTES
+    (both reported)."""
     with bounded.open_binary(path) as fh:
-        for i, raw in enumerate(fh, start=1):
+        for i, raw in enumerate(bounded.lines(fh, MAX_JSON_LINE, MAX_JSONL_BYTES), start=1):
+            if raw is None:
+                errors.append(ParseError(rel, i, f"a line longer than {MAX_JSON_LINE >> 20} MB; skipped unread"))
+                continue
             if not raw.strip():
                 continue
             try:
@@ -234,6 +270,10 @@ def iter_json_objects(path: Path, rel: str, errors: list[ParseError]) -> Iterato
                 errors.append(ParseError(rel, i, "row is not a JSON object"))
                 continue
             yield i, obj
+        size = os.fstat(fh.fileno()).st_size
+        if fh.tell() < size:
+            errors.append(ParseError(rel, None, f"read up to byte {fh.tell():,} of {size:,} (the most read of one "
+                                                f"JSON-lines file); the rest was not read"))
 
 
 def _read_jsonl_slow(path: Path, rel: str) -> tuple[pd.DataFrame | None, list[ParseError]]:

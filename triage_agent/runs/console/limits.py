@@ -8,3 +8,5 @@ MAX_CASCADE = 8  # errors kept of one cascade
 MAX_LAUNCHES = 16  # superseded launches' crashes kept
 MAX_BARS = 64  # progress bars told apart (by their totals)
 MIN_GENERIC_ROWS = 3  # a generic line shape must recur this often to be metrics (a config print happens once)
+MAX_LOG_BYTES = 4 << 30  # a log is read up to here (noted): a larger one is a sparse file or a runaway dump
+LOG_SECONDS = 120.0  # one log's scan; past it the rest is left unread (noted), as a stalled mount never ends

@@ -6,6 +6,7 @@ length."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -24,15 +25,17 @@ def scan_log_lines(path: Path, rel: str) -> LogScan:
     return sc.finish()
 
 
-def _read_lines(sc: Scanner, fh: BinaryIO, lineno: int, stop: Callable[[int], bool] | None) -> int:
-    """Feed lines to the scanner from the file's position until `stop(lineno)` says so (or the end);
-    returns the line number reached. Memory stays bounded whatever the length of a line."""
+def _read_lines(sc: Scanner, fh: BinaryIO, lineno: int, stop: Callable[[int], bool] | None,
+               end: int | None = None) -> int:
+    """Feed lines to the scanner from the file's position until `stop(lineno)` says so (or the end, or byte
+    `end`); returns the line number reached. Memory stays bounded whatever the length of a line."""
     while (stop is None or not stop(lineno)) and (raw := fh.readline(limits.MAX_LINE)):
         lineno += 1
         sc.scan.lines = lineno
         if len(raw) == limits.MAX_LINE and not raw.endswith(b"\n"):
             # a line longer than MAX_LINE (a dumped tensor, a base64 image): skip the rest of it unread
-            while (more := fh.readline(limits.MAX_LINE)) and not more.endswith(b"\n"):
+            while (end is None or fh.tell() < end) and (more := fh.readline(limits.MAX_LINE)) \
+                    and not more.endswith(b"\n"):
                 pass
             sc.scan.started = True
             continue
@@ -65,7 +68,7 @@ def _read_open(sc: Scanner, fd: int, pos: int, end: int, lineno: int, chunk: byt
         if len(raw) == limits.MAX_LINE and not raw.endswith(b"\n"):
             # too long to read: skip to its end, as `_read_lines` does
             cut = chunk.find(b"\n", pos - base)
-            while cut < 0:
+            while cut < 0 and base + len(chunk) < end:
                 more = os.pread(fd, 1 << 20, base + len(chunk))
                 if not more:
                     break
@@ -85,19 +88,30 @@ def scan_log(path: Path, rel: str, jobs: int | None = None) -> LogScan:
     sc = Scanner(rel)
     with bounded.open_binary(path) as fh:
         size = os.fstat(fh.fileno()).st_size
-        scan_range(sc, fh, 0, size, 0, jobs)
+        end = min(size, limits.MAX_LOG_BYTES)
+        deadline = time.monotonic() + limits.LOG_SECONDS
+        scan_range(sc, fh, 0, end, 0, jobs, deadline)
         if not sc.scan.started and size:
-            sc.scan.started = _any_text(fh)
-    return sc.finish()
+            sc.scan.started = _any_text(fh, end)
+    got = sc.finish()
+    reached = min(end, sc.stopped_at if sc.stopped_at is not None else end)
+    if reached < size:
+        why = f"the scan took more than {limits.LOG_SECONDS:.0f} s" if reached < end else \
+            f"the most read of one log is {limits.MAX_LOG_BYTES / 1e9:.1f} GB"
+        got.left_unread = f"read up to byte {reached:,} of {size:,} ({why}); the rest was not read"
+    return got
 
 
-def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, jobs: int | None = None) -> int:
+def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, jobs: int | None = None,
+               deadline: float | None = None) -> int:
     """Feed the bytes [start, end) of a log to a scanner that has read `lineno` lines before `start`
     (`end` is a line's end or the file's); returns the lines read in all. The head and tracebacks go line by
-    line, the rest by blocks, where markers are. `triage watch` calls it again for each appended range."""
+    line, the rest by blocks, where markers are. `triage watch` calls it again for each appended range.
+    Past `deadline` (time.monotonic) the scan stops between blocks and `sc.stopped_at` says where."""
     fh.seek(start)
     if lineno < limits.DETECT_LINES or sc.linewise:
-        lineno = _read_lines(sc, fh, lineno, lambda n: (n >= limits.DETECT_LINES and not sc.linewise) or fh.tell() >= end)
+        lineno = _read_lines(sc, fh, lineno, lambda n: (n >= limits.DETECT_LINES and not sc.linewise) or fh.tell() >= end,
+                             end)
     reached = fh.tell()
     if reached >= end:
         return lineno
@@ -118,6 +132,10 @@ def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, job
                 reached = _read_open(sc, fh.fileno(), at_byte + len(raw), end, at, blk.data, blk.start)
         before += blk.newlines
         pos = min(pos + blockscan.BLOCK, end)
+        if deadline is not None and pos < end and time.monotonic() > deadline:
+            found.close()
+            sc.stopped_at = end = pos
+            break
         if pos < end and sc.markers() != markers:
             # the scan learnt what kind of log this is: the rest is searched for the fewer markers it still needs
             found.close()
@@ -128,10 +146,10 @@ def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, job
     return sc.scan.lines
 
 
-def _any_text(fh: BinaryIO) -> bool:
-    """Whether the file holds anything but whitespace (the rare log whose head is blank)."""
+def _any_text(fh: BinaryIO, end: int) -> bool:
+    """Whether the file's first `end` bytes hold anything but whitespace (the rare log whose head is blank)."""
     fh.seek(0)
-    while chunk := fh.read(1 << 20):
+    while fh.tell() < end and (chunk := fh.read(min(1 << 20, end - fh.tell()))):
         if chunk.strip():
             return True
     return False

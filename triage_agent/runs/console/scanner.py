@@ -93,6 +93,7 @@ class Scanner:
 
     def __init__(self, rel: str, fast: bool = True) -> None:
         self.fast = fast
+        self.stopped_at: int | None = None  # the byte where a scan past its time budget stopped (reading.py)
         dialects = named_dialects()
         groups, index = _groups(dialects)
         self.literals = Literals(groups)

@@ -96,6 +96,7 @@ class Canonical:
     # where the rows show a resume (formats/restarts.py): the first ones, and how many there were
     restarts: list[Restart] = field(default_factory=list)
     restart_count: int = 0
+    cut: int = 0  # distinct raw keys the columns left out (formats/base.MAX_KEYS, MAX_CELLS)
 
 
 @dataclass(frozen=True)
@@ -244,6 +245,12 @@ MAX_STEP = 2**62  # steps beyond this are not steps (the columns hold them as in
 def canonicalize_columns(cols: Columns, columns: Naming | Mapping[str, str] | None = None) -> Canonical:
     """`canonicalize` over rows held as columns, with the same result (a property test holds them equal):
     per column, the last value of each step wins; columns ordered as the row path's dicts order them."""
+    can = _canonicalize_columns(cols, columns)
+    can.cut = cols.cut
+    return can
+
+
+def _canonicalize_columns(cols: Columns, columns: Naming | Mapping[str, str] | None) -> Canonical:
     if not cols.n:
         return Canonical(pd.DataFrame())
     keys = dict.fromkeys(cols.keys)

@@ -104,7 +104,8 @@ def _read(path: Path, rel: str) -> FormatRead:
     scan = scan_log(path, rel)
     return FormatRead(rows=scan.metric_rows, log=scan, eval_rows=scan.eval_rows,
                       planned_steps=scan.planned_steps, trainer=scan.trainer,
-                      samples=list(scan.samples), excerpts=list(scan.excerpts))
+                      samples=list(scan.samples), excerpts=list(scan.excerpts),
+                      notes=[f"{rel}: {scan.left_unread}"] if scan.left_unread else [])
 
 
 FORMAT = Format("log", sniff, _read, follow="log")

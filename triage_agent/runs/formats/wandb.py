@@ -14,7 +14,7 @@ import numpy as np
 
 from triage_agent import safejson
 from triage_agent.runs import values
-from triage_agent.runs.formats.base import Columns, Format, FormatRead
+from triage_agent.runs.formats.base import Columns, Format, FormatRead, Parts
 from triage_agent.runs.model import ParseError
 from triage_agent.runs.tables import iter_json_objects, read_jsonl_numbers
 
@@ -35,7 +35,7 @@ def read_history(path: Path, rel: str) -> tuple[Columns, list[ParseError]]:
     if arrow is not None:
         return _from_arrow(*arrow, rel)
     errors: list[ParseError] = []
-    parts: list[Columns] = []
+    parts = Parts()
     batch: list[dict[str, Any]] = []
     for i, obj in iter_json_objects(path, rel, errors):
         step = obj.get("train/global_step", obj.get("global_step", obj.get("_step")))
@@ -46,10 +46,10 @@ def read_history(path: Path, rel: str) -> tuple[Columns, list[ParseError]]:
         row["step"] = step
         batch.append(row)
         if len(batch) >= BATCH:
-            parts.append(Columns.from_rows(batch))
+            parts.add(Columns.from_rows(batch))
             batch = []
-    parts.append(Columns.from_rows(batch))
-    return Columns.concat(parts), errors
+    parts.add(Columns.from_rows(batch))
+    return parts.columns(), errors
 
 
 def _from_arrow(found: dict[str, tuple[np.ndarray, np.ndarray]], names: list[str], lines: range | list[int],

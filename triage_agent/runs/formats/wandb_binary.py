@@ -28,7 +28,7 @@ import orjson
 from triage_agent import bounded
 from triage_agent.runs import console, values
 from triage_agent.runs.console import limits
-from triage_agent.runs.formats.base import Columns, Format, FormatRead
+from triage_agent.runs.formats.base import Columns, Format, FormatRead, Parts
 from triage_agent.runs.formats.protowire import varint
 from triage_agent.runs.formats.wandb import STEP_KEYS  # a row's step, as in wandb-history.jsonl
 from triage_agent.runs.model import ParseError
@@ -247,11 +247,11 @@ class Store:
         self.scanner = console.Scanner(rel) if not (files / "output.log").exists() else None
         self.rel, self.framing = rel, Framing()
         self.rows: list[dict[str, Any]] = []
-        self.parts: list[Columns] = []
+        self.parts = Parts()
         self.config: dict[str, Any] = {}
         self.errors: list[ParseError] = []
         self.notes: list[str] = []
-        self.console, self.lineno, self.kept, self.dropped = b"", 0, 0, 0
+        self.console, self.lineno, self.kept, self.dropped = bytearray(), 0, 0, 0
         self.exit_code: int | None = None
         self.broken = False  # the framing broke: nothing after it is read
 
@@ -298,7 +298,7 @@ class Store:
                     self.rows.append(row)
                     self.kept += 1
                     if len(self.rows) >= BATCH:
-                        self.parts.append(_columns(self.rows))
+                        self.parts.add(_columns(self.rows))
                         self.rows = []
             elif num == _CONFIG:
                 _config(val, self.config)
@@ -309,22 +309,36 @@ class Store:
             elif num == _EXIT:
                 self.exit_code = next((v for f, w, v in fields(val) if f == 1 and w == 0), 0)
             elif num in (_OUTPUT, _OUTPUT_RAW) and self.scanner is not None:
-                self.console += _line(val)
-                *whole, self.console = self.console.split(b"\n")
-                for text in whole:
-                    self.lineno += 1
-                    self.scanner.line(text[:limits.MAX_LINE] + b"\n", self.lineno)
-                if len(self.console) > limits.MAX_LINE:  # a line without end: bounded like a log's
-                    self.console = self.console[-limits.MAX_LINE:]
+                self._console(_line(val))
+
+    def _console(self, text: bytes) -> None:
+        """A console record's text: whole lines go to the scanner, the rest waits in a buffer that only grows (a
+        record without a newline costs its own bytes, never a copy of the line so far), up to MAX_LINE: past it
+        the line's head is what is scanned, as a log's long line is."""
+        if self.scanner is None:
+            return
+        if b"\n" not in text:
+            room = limits.MAX_LINE - len(self.console)
+            if room > 0:
+                self.console += text[:room]
+            return
+        first, *whole, rest = text.split(b"\n")
+        room = max(0, limits.MAX_LINE - len(self.console))
+        for line in (bytes(self.console) + first[:room], *whole):
+            self.lineno += 1
+            self.scanner.line(line[:limits.MAX_LINE] + b"\n", self.lineno)
+        self.console = bytearray(rest[:limits.MAX_LINE])
 
     def result(self, final: bool = False) -> FormatRead:
         """What the file gave up to now. `final`: nothing more will be read (a one-shot read), so a console line
         without its newline is read too; while a run is watched it is left for a later pass, as a log's is."""
         if self.rows:  # the pending rows become columns now: later rows go to a new part
-            self.parts.append(_columns(self.rows))
+            self.parts.add(_columns(self.rows))
             self.rows = []
-        self.parts = [Columns.concat(self.parts)] if len(self.parts) > 1 else self.parts
-        got = FormatRead(columns=self.parts[0] if self.parts else Columns(0, [], {}, {}), errors=list(self.errors),
+        merged, self.parts = self.parts.columns(), Parts()  # one part again: a later pass adds to it
+        if merged.n:
+            self.parts.add(merged)
+        got = FormatRead(columns=merged, errors=list(self.errors),
                          notes=list(self.notes), config=dict(self.config) or None)
         if self.dropped:
             got.notes.append(f"{self.rel}: {self.dropped:,} history rows past the first {MAX_ROWS:,} were not read")
@@ -335,8 +349,8 @@ class Store:
         if self.scanner is not None:
             if final and self.console:
                 self.lineno += 1
-                self.scanner.line(self.console[:limits.MAX_LINE], self.lineno)
-                self.console = b""
+                self.scanner.line(bytes(self.console[:limits.MAX_LINE]), self.lineno)
+                self.console = bytearray()
             if self.lineno:
                 self.scanner.scan.lines = self.lineno
                 got.log = self.scanner.finish() if final else self.scanner.snapshot()
