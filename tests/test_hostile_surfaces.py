@@ -139,8 +139,8 @@ def test_an_hour_of_retry_after_is_capped_and_said(tmp_path):
                         stdout=Console(file=out), stderr=Console(file=err))
 
         res = run_fn(call, env={"XDG_STATE_HOME": str(tmp_path / "state")}, timeout=300)
+    # it never waited the 3600 s asked: the fork's own 300 s timeout is the hang guard, no time is asserted
     assert res.code == 3 and "asked to wait 3600 s" in res.stderr, res.stderr
-    assert res.seconds < 300  # a hang guard: it never waited the 3600 s asked
 
 
 def test_huge_tool_arguments_are_not_sent_back(tmp_path):
