@@ -225,7 +225,7 @@ def test_the_inline_history_walk_is_the_general_one(items, step, nested):
     record = history(step, items, nested=nested)
     body = next(v for f, w, v in wb.fields(record) if f == 2)
     assert repr(wb._history_row(body)) == repr(wb._history_row_general(body))  # NaN is no NaN by ==
-    assert wb._history_row(body)["_step"] == float(step)
+    assert wb._history_row(body)[0]["_step"] == float(step)
 
 
 def test_a_growing_file_is_read_on_from_where_the_last_pass_stopped(tmp_path):
@@ -282,3 +282,15 @@ def test_without_history_the_console_metric_lines_are_the_rows(tmp_path):
     assert got.columns is not None and got.columns.n == 0
     assert [r["step"] for r in got.rows] == [1, 2, 3, 4, 5]
     assert [r["critic/score/mean"] for r in got.rows] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+
+
+def test_a_record_with_more_keys_than_a_run_has_is_cut_and_said(tmp_path):
+    # issue 38: one history record of 20,000 keys (1.5 M held 1.5 GB as a dict); 4,096 are kept, 15,904 counted
+    keys = {f"k/{i}": float(i) for i in range(20_000)}
+    path = _write(tmp_path, [history(0, keys), history(1, {"k/0": 1.0}), exit_record(0)])
+    got = wb.read_wandb_binary(path, "x.wandb")
+    assert got.errors == [] and got.columns is not None and got.columns.n == 2
+    assert sum(1 for k in got.columns.values if k.startswith("k/")) <= 4096
+    assert any("15,904 history items past the first 4,096 keys" in n for n in got.notes), got.notes
+    body = next(v for f, w, v in wb.fields(history(0, keys)) if f == 2)
+    assert wb._history_row(body)[1] == wb._history_row_general(body)[1] == 20_000 - 4096

@@ -28,7 +28,7 @@ import orjson
 from triage_agent import bounded
 from triage_agent.runs import console, values
 from triage_agent.runs.console import limits
-from triage_agent.runs.formats.base import Columns, Format, FormatRead, Parts
+from triage_agent.runs.formats.base import MAX_KEYS, Columns, Format, FormatRead, Parts
 from triage_agent.runs.formats.protowire import varint
 from triage_agent.runs.formats.wandb import STEP_KEYS  # a row's step, as in wandb-history.jsonl
 from triage_agent.runs.model import ParseError
@@ -165,10 +165,12 @@ _KEYS: dict[bytes, str] = {}  # a key's bytes -> its text: every record repeats 
 _MAX_KEYS = 100_000
 
 
-def _history_row(b: bytes) -> dict[str, Any]:
-    """A HistoryRecord's numbers by key, and `_step` from its step. The common layout (one-byte tags and lengths,
-    as the SDK writes keys and JSON numbers) is walked inline; anything else goes the general way."""
+def _history_row(b: bytes) -> tuple[dict[str, Any], int]:
+    """A HistoryRecord's numbers by key, and `_step` from its step, with how many keys past MAX_KEYS were left out
+    (one record of 1.5 M keys held 1.5 GB as a dict). The common layout (one-byte tags and lengths, as the SDK writes
+    keys and JSON numbers) is walked inline; anything else goes the general way."""
     row: dict[str, Any] = {}
+    cut = 0
     step: int | None = None
     i, n = 0, len(b)
     while i < n:
@@ -186,6 +188,10 @@ def _history_row(b: bytes) -> dict[str, Any]:
                     or k_end + 3 + b[k_end + 2] != end:
                 return _history_row_general(b)
             kb = b[j + 2:k_end]
+            if len(row) >= MAX_KEYS:
+                cut += 1
+                i = end
+                continue
             key = _KEYS.get(kb)
             if key is None:
                 key = kb.decode("utf-8", "replace")
@@ -212,14 +218,18 @@ def _history_row(b: bytes) -> dict[str, Any]:
         i = end
     if step is not None and "_step" not in row:
         row["_step"] = float(step)
-    return row
+    return row, cut
 
 
-def _history_row_general(b: bytes) -> dict[str, Any]:
+def _history_row_general(b: bytes) -> tuple[dict[str, Any], int]:
     row: dict[str, Any] = {}
     step = None
+    cut = 0
     for num, wire, val in fields(b):
         if num == 1 and wire == 2:
+            if len(row) >= MAX_KEYS:
+                cut += 1
+                continue
             key, value = _item(val)
             n = values.number(value) if not isinstance(value, (dict, list)) else None
             if key and n is not None:
@@ -228,7 +238,7 @@ def _history_row_general(b: bytes) -> dict[str, Any]:
             step = next((v for f, w, v in fields(val) if f == 1 and w == 0), 0)
     if step is not None and "_step" not in row:
         row["_step"] = float(step)
-    return row
+    return row, cut
 
 
 def _line(b: bytes) -> bytes:
@@ -252,6 +262,7 @@ class Store:
         self.errors: list[ParseError] = []
         self.notes: list[str] = []
         self.console, self.lineno, self.kept, self.dropped = bytearray(), 0, 0, 0
+        self.cut_keys = 0  # history items past MAX_KEYS in their record, not read
         self.exit_code: int | None = None
         self.broken = False  # the framing broke: nothing after it is read
 
@@ -293,7 +304,8 @@ class Store:
                 if self.kept >= MAX_ROWS:
                     self.dropped += 1
                     continue
-                row = _history_row(val)
+                row, cut = _history_row(val)
+                self.cut_keys += cut
                 if row:
                     self.rows.append(row)
                     self.kept += 1
@@ -342,6 +354,9 @@ class Store:
                          notes=list(self.notes), config=dict(self.config) or None)
         if self.dropped:
             got.notes.append(f"{self.rel}: {self.dropped:,} history rows past the first {MAX_ROWS:,} were not read")
+        if self.cut_keys:
+            got.notes.append(f"{self.rel}: {self.cut_keys:,} history items past the first {MAX_KEYS:,} keys of their "
+                             "record were not read")
         if self.exit_code == 0:
             got.finished = "W&B's exit record (exit code 0)"
         elif self.exit_code is not None:
