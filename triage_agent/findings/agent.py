@@ -6,12 +6,10 @@ from triage_agent.analysis import trends
 from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
-from triage_agent.findings.registry import rule
+from triage_agent.findings.registry import HEAD_TAIL, POLICY, rule
 from triage_agent.findings.rules import Rules, ge
 
 FAMILY = "trainer"
-POLICY = ("policy_gradient", "distillation", "unknown")
-HEAD_TAIL = ("head_tail_fraction", "head_tail_min_points", "min_series_steps")
 ONE_TURN = 1.05  # a mean this close to one turn is one turn (a few episodes with a second)
 
 

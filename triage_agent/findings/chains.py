@@ -127,15 +127,21 @@ def _ordered(findings: list[Finding]) -> Iterator[Finding]:
             yield f
 
 
-def depth(findings: list[Finding], f: Finding) -> int:
-    """How deep a finding sits in its chain (0: a root), for indenting it."""
+def causes(findings: list[Finding], f: Finding) -> list[Finding]:
+    """The findings above `f` in its chain, its own cause first and the root last (none for a root)."""
     by_id = {x.id: x for x in findings if x.explains}
-    d, seen = 0, set()
+    out: list[Finding] = []
+    seen: set[str] = set()
     while f.explained_by is not None and f.explained_by in by_id and f.explained_by not in seen:
         seen.add(f.explained_by)
         f = by_id[f.explained_by]
-        d += 1
-    return d
+        out.append(f)
+    return out
+
+
+def depth(findings: list[Finding], f: Finding) -> int:
+    """How deep a finding sits in its chain (0: a root), for indenting it."""
+    return len(causes(findings, f))
 
 
 def why(cause_id: str) -> str | None:

@@ -12,12 +12,11 @@ from triage_agent.analysis import components, trends
 from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
-from triage_agent.findings.registry import rule
+from triage_agent.findings.registry import POLICY, rule
 from triage_agent.findings.rules import Rules, ge
 
 FAMILY = "trainer"
 # on-policy distillation samples from the student as RL does: every policy-gradient signal applies
-POLICY = ("policy_gradient", "distillation", "unknown")
 
 
 def _within_std(facts: Facts, name: str) -> np.ndarray | None:

@@ -12,12 +12,12 @@ import numpy as np
 from triage_agent import redact
 from triage_agent.analysis.stats import rnd, tail
 from triage_agent.findings.facts import Facts
+from triage_agent.findings.generic import SAMPLING
 from triage_agent.findings.model import Finding, Severity
 from triage_agent.findings.registry import rule
 from triage_agent.findings.rules import Rules, ge
 
 FAMILY = "any"
-SAMPLING = ("policy_gradient", "distillation", "unknown", "selector_generator", "solver_calibration")
 MAX_IDS = 3
 
 

@@ -22,7 +22,7 @@ def diagnose(findings: list[Finding]) -> list[Diagnosis]:
         if f.severity == "info" or f.explained_by is not None:
             continue
         if f.explains:
-            tree = [x for x in findings if x is f or chains.depth(findings, x) > 0 and _root(findings, x) is f]
+            tree = [x for x in findings if x is f or (above := chains.causes(findings, x)) and above[-1] is f]
             how = chains.why(f.id)
             consequences = ", ".join(x.id for x in tree if x is not f)
             out.append(Diagnosis(f"{_cause(f)} It explains {consequences}" + (f": {how}." if how else "."),
@@ -31,11 +31,3 @@ def diagnose(findings: list[Finding]) -> list[Diagnosis]:
         out.append(Diagnosis(_cause(f), [f.id], f.title, CONFIDENCE.get(f.severity, 0.5)))
     return out
 
-
-def _root(findings: list[Finding], f: Finding) -> Finding:
-    by_id = {x.id: x for x in findings if x.explains}
-    seen: set[str] = set()
-    while f.explained_by is not None and f.explained_by in by_id and f.explained_by not in seen:
-        seen.add(f.explained_by)
-        f = by_id[f.explained_by]
-    return f

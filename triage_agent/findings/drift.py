@@ -8,12 +8,10 @@ from triage_agent.analysis import trends
 from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
-from triage_agent.findings.registry import rule
+from triage_agent.findings.registry import HEAD_TAIL, POLICY, rule
 from triage_agent.findings.rules import Rules, ge
 
 FAMILY = "trainer"
-POLICY = ("policy_gradient", "distillation", "unknown")
-HEAD_TAIL = ("head_tail_fraction", "head_tail_min_points", "min_series_steps")
 WINDOW = 5  # the rolling mean a peak is read off (findings-v4.md: "any 5-step rolling mean")
 
 # the config keys that cap staleness: verl's async trainer, AReaL, slime, open-instruct, SkyRL

@@ -15,11 +15,10 @@ from triage_agent.analysis import trends
 from triage_agent.analysis.stats import histogram, rnd, tail
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
-from triage_agent.findings.registry import rule
+from triage_agent.findings.registry import POLICY, rule
 from triage_agent.findings.rules import Rules, ge
 
 FAMILY = "any"
-SAMPLING = ("policy_gradient", "distillation", "unknown")
 THRESHOLDS = ("groups_tied_share", "groups_band_lo", "groups_band_hi", "tail_fraction")
 
 
@@ -90,7 +89,7 @@ def _finding(facts: Facts, rules: Rules, too: str) -> Finding | None:
                     "groups": ties.groups, "steps": ties.steps, **ev, "start_step": onsets.get(too)})
 
 
-@rule("reward.groups_too_hard", FAMILY, THRESHOLDS, paradigms=SAMPLING,
+@rule("reward.groups_too_hard", FAMILY, THRESHOLDS, paradigms=POLICY,
       cause="Most groups fail every sample: the prompts are too hard for the policy, so their rewards tie at the "
             "floor and give no gradient.",
       fix="filter out prompts the policy never solves (or start from easier data / a stronger SFT checkpoint), raise "
@@ -99,7 +98,7 @@ def groups_too_hard(facts: Facts, rules: Rules) -> Finding | None:
     return _finding(facts, rules, "hard")
 
 
-@rule("reward.groups_too_easy", FAMILY, THRESHOLDS, paradigms=SAMPLING,
+@rule("reward.groups_too_easy", FAMILY, THRESHOLDS, paradigms=POLICY,
       cause="Most groups pass every sample: the prompts are too easy for the policy, so their rewards tie at the "
             "ceiling and give no gradient.",
       fix="filter out prompts the policy always solves (DAPO dynamic sampling, an easy-question filter) and add "

@@ -24,13 +24,12 @@ from triage_agent.analysis.stats import rnd
 from triage_agent.analysis.trends import Series
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding, Severity
-from triage_agent.findings.registry import rule
+from triage_agent.findings.registry import POLICY, rule
 from triage_agent.findings.rules import Rules, ge, gt
 from triage_agent.runs import trainers
 from triage_agent.runs.trainers import meaning
 
 FAMILY = "trainer"
-POLICY = ("policy_gradient", "distillation", "unknown")
 
 _PROB_ERROR = re.compile(r"mult_prob_error")
 _RATIO = re.compile(r"ratio|imp_weight|is_weight|rollout_is|(?:^|/)tis(?:_abs)?$|importance")

@@ -15,7 +15,7 @@ from triage_agent.analysis import trends
 from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
-from triage_agent.findings.registry import rule
+from triage_agent.findings.registry import HEAD_TAIL, rule
 from triage_agent.findings.rules import Rules, ge
 from triage_agent.findings.suggest_trainer import displacement_suggestion, lr_raise_suggestion, lr_suggestion
 
@@ -23,7 +23,6 @@ FAMILY = "preference"
 PREFERENCE = ("preference",)
 # a reward model is trained on the same pairs: its pairwise accuracy saturates or stays at chance the same way
 PAIRS = ("preference", "reward_model")
-HEAD_TAIL = ("head_tail_fraction", "head_tail_min_points", "min_series_steps")
 
 
 def pair_accuracy(facts: Facts) -> trends.Series | None:

@@ -19,6 +19,12 @@ from triage_agent.findings.model import Finding
 from triage_agent.findings.rules import Rules
 from triage_agent.runs.model import PARADIGMS
 
+# the policy-gradient rules also judge trainer runs whose paradigm could not be told (they were built for those);
+# on-policy distillation samples from the student as RL does: every policy-gradient signal applies
+POLICY = ("policy_gradient", "distillation", "unknown")
+# the thresholds every head/tail rule reads: the windows' share and size, and the steps a series needs
+HEAD_TAIL = ("head_tail_fraction", "head_tail_min_points", "min_series_steps")
+
 CheckResult = Finding | list[Finding] | None
 Check = Callable[[Facts, Rules], CheckResult]
 # (facts, rules, the finding) -> a suggestion {file, key, to} or None; for rules whose check leaves it empty

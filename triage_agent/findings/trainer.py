@@ -15,7 +15,7 @@ from triage_agent.analysis.rewards import shares_from_cov
 from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding, Severity
-from triage_agent.findings.registry import REGISTRY, rule
+from triage_agent.findings.registry import HEAD_TAIL, POLICY, REGISTRY, rule
 from triage_agent.findings.rules import Rules, ge, gt
 from triage_agent.findings.suggest_trainer import (
     entropy_suggestion,
@@ -26,10 +26,6 @@ from triage_agent.runs import lifecycle
 from triage_agent.runs.formats.canonical import WHY_UNLOGGED
 
 FAMILY = "trainer"
-# the policy-gradient rules also judge trainer runs whose paradigm could not be told (they were built for those)
-# on-policy distillation samples from the student as RL does: every policy-gradient signal applies
-POLICY = ("policy_gradient", "distillation", "unknown")
-HEAD_TAIL = ("head_tail_fraction", "head_tail_min_points", "min_series_steps")
 
 
 def _ev(facts: Facts, s: trends.Series, **numbers: Any) -> dict[str, Any]:
