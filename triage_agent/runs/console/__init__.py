@@ -15,9 +15,25 @@ Logs can be gigabytes, so a scan reads them by blocks and parses only the lines 
 - scanner.py: the one loop; reading.py: a file into it (line by line, or by blocks).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from triage_agent.runs.console.limits import MAX_LINE
-from triage_agent.runs.console.reading import scan_log, scan_log_lines, scan_range
-from triage_agent.runs.console.scanner import Scanner
 from triage_agent.runs.console.text import clean
 
+if TYPE_CHECKING:
+    from triage_agent.runs.console.reading import scan_log, scan_log_lines, scan_range
+    from triage_agent.runs.console.scanner import Scanner
+
 __all__ = ["MAX_LINE", "Scanner", "clean", "scan_log", "scan_log_lines", "scan_range"]
+# the scanner reads every trainer profile when it is imported, and a profile with its own dialect (Tinker's tables)
+# imports this package: the scanner loads at first use, so that importing a profile first finds no half-read cycle
+_LAZY = {"scan_log": "reading", "scan_log_lines": "reading", "scan_range": "reading", "Scanner": "scanner"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
