@@ -81,8 +81,8 @@ def _stuck(facts: Facts, rules: Rules) -> tuple[list[dict[str, Any]], list[dict[
     return stuck, moving, m.source
 
 
-@rule("reward.task_signal_dead", FAMILY, ("task_stuck_share", "min_series_steps", "head_tail_fraction",
-                                          "head_tail_min_points"),
+@rule("reward.task_signal_dead", FAMILY, ("task_stuck_share", "reward_dead_share", "min_series_steps",
+                                          "head_tail_fraction", "head_tail_min_points"),
       cause="The reward component that measures the task sits at one value while the auxiliary components move "
             "the total: only the auxiliary reward (format, length, style) is learned.",
       fix="check the task reward function on a few completions by hand (answer extraction, parsing, the expected "
@@ -92,7 +92,8 @@ def _stuck(facts: Facts, rules: Rules) -> tuple[list[dict[str, Any]], list[dict[
 def task_signal_dead(facts: Facts, rules: Rules) -> list[Finding] | None:
     got = _stuck(facts, rules)
     if got is None:
-        return None
+        single = _task_series_stuck(facts, rules) or _reward_dead(facts, rules)
+        return [single] if single is not None else None
     stuck, moving, source = got
     if not stuck or not moving:  # nothing moves the total: that is reward.flat's to say
         return None
@@ -118,3 +119,50 @@ def task_signal_dead(facts: Facts, rules: Rules) -> list[Finding] | None:
                            {"stuck": other, "moving": moving, "start_step": min(c["start_step"] for c in other),
                             "source": source}))
     return out
+
+
+def _at_floor(s: trends.Series) -> tuple[float, float]:
+    """(the series' lowest value, the share of its steps at it)."""
+    low = float(s.values.min())
+    return low, float(np.mean(s.values <= low + 1e-12))
+
+
+def _task_series_stuck(facts: Facts, rules: Rules) -> Finding | None:
+    """No reward components, but a task success series (a pass or success rate, a verifiable score) beside the
+    reward: stuck at its floor of 0 while the reward moves, the reward the policy follows is shaping alone."""
+    task = next((s for s in (facts.series("pass_rate"), facts.series("task_score")) if s is not None), None)
+    reward = facts.series("reward")
+    if task is None or reward is None or task.raw == reward.raw or float(np.ptp(reward.values)) <= 0:
+        return None
+    low, share = _at_floor(task)
+    # over fewer steps than a trend needs, only a series at exactly 0 on every one of a head window's points
+    few = task.n < rules["min_series_steps"]
+    if low != 0.0 or not ge(share, 1.0 if few else rules["task_stuck_share"]) or task.n < rules["head_tail_min_points"]:
+        return None
+    info = {"name": task.raw, "series": task.name, "value": 0.0, "share_at_value": rnd(share), "steps": task.n,
+            "start_step": trends.first_step(task.steps, task.values == 0.0)}
+    return Finding("reward.task_signal_dead", "high",
+                   f"The task reward is stuck: {task.raw} (0 on {share:.0%} of {task.n} steps), while only "
+                   f"{reward.raw} moves",
+                   {"stuck": [info], "moving": [{"name": reward.raw, "series": "reward",
+                                                 "head_mean": rnd(facts.head_tail(reward)[0], 4),
+                                                 "tail_mean": rnd(facts.head_tail(reward)[1], 4)}],
+                    "series": [task.name, "reward"], "start_step": info["start_step"], "source": task.source})
+
+
+def _reward_dead(facts: Facts, rules: Rules) -> Finding | None:
+    """The only reward (no components, no separate task series) exactly 0, its floor, on most steps: almost every
+    batch failed every sample, so the policy has almost nothing to learn from."""
+    reward = facts.enough("reward")
+    if reward is None or facts.series("pass_rate") is not None or facts.series("task_score") is not None:
+        return None
+    low, share = _at_floor(reward)
+    if low != 0.0 or not ge(share, rules["reward_dead_share"]):
+        return None
+    head, tail = facts.head_tail(reward)
+    return Finding("reward.task_signal_dead", "high",
+                   f"The reward is 0, its floor, on {share:.0%} of {reward.n} steps: almost every batch failed every "
+                   "sample, so the policy has almost nothing to learn from",
+                   {"series": "reward", "logged_as": reward.raw, "share_at_zero": rnd(share), "steps": reward.n,
+                    "mean": rnd(float(reward.values.mean()), 4), "head_mean": rnd(head, 4), "tail_mean": rnd(tail, 4),
+                    "start_step": int(reward.steps[0]), "source": reward.source})

@@ -39,7 +39,7 @@ def evaluate(facts: Facts) -> list[Finding]:
 def _say_inferred(finding: Finding, inferred: dict[str, str]) -> None:
     """A finding that reads a series resolved by meaning says so in its evidence (trainer-profiles.md)."""
     named = finding.evidence.get("series")
-    series = [named] if isinstance(named, str) else list(named) if isinstance(named, dict) else []
+    series = [named] if isinstance(named, str) else list(named) if isinstance(named, (dict, list)) else []
     said = [inferred_text(s, inferred[s]) for s in series if s in inferred]
     if said:
         finding.evidence["inferred"] = said[0] if len(said) == 1 else said

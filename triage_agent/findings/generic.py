@@ -15,6 +15,7 @@ from triage_agent.findings.registry import rule
 from triage_agent.findings.rules import Rules, ge
 from triage_agent.findings.suggest_trainer import generations_suggestion, truncation_suggestion
 from triage_agent.runs.model import CrashInfo, LogScan
+from triage_agent.runs.trainers.meaning import tokens
 
 FAMILY = "any"
 # the runs that sample completions: a DPO or SFT run has no rollout groups and no completion-length cap
@@ -41,13 +42,50 @@ def zero_variance_groups(facts: Facts, rules: Rules) -> Finding | None:
     frac = rules["tail_fraction"]
     zs = _tail_mean(facts, "zero_std_share", frac)
     if zs is None:
-        return _zero_reward_std(facts, rules)
+        return _filtered_groups(facts, rules) or _zero_reward_std(facts, rules)
     if not ge(zs[0], rules["zero_std_share_max"]) or facts.run.metrics is None:
         return None
     return Finding(
         "reward.zero_variance_groups", "medium",
         f"{zs[0]:.0%} of rollout groups have tied rewards over the last {frac:.0%} of steps",
         {"mean_frac_reward_zero_std": rnd(zs[0]), "steps": zs[1], "source": facts.run.metrics.source})
+
+
+def filtered_share(facts: Facts) -> tuple[np.ndarray, np.ndarray] | None:
+    """(steps, share of groups a tie filter dropped) where a run logs how many groups it dropped (DAPO dynamic
+    sampling drops the groups whose rewards tie) and what it kept. A step that logs a drop but nothing kept
+    dropped them all (1.0); kept groups give dropped / (dropped + kept); kept samples say only whether any was
+    dropped (0.0 when none was, else not known)."""
+    frame = facts.run.metrics.frame if facts.run.metrics is not None else None
+    if frame is None or "groups_filtered" not in frame.columns:
+        return None
+    steps, d = facts.column("step"), facts.column("groups_filtered")
+    k = facts.column("groups_kept") if "groups_kept" in frame.columns else np.full(len(d), np.nan)
+    in_groups = not {"sample", "samples"} & set(tokens(facts.run.metric_sources.get("groups_kept", "")))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(~np.isfinite(k) | (k == 0), np.where(d > 0, 1.0, np.nan),
+                         d / (d + k) if in_groups else np.where(d == 0, 0.0, np.nan))
+    ok = np.isfinite(share) & np.isfinite(d)
+    return (steps[ok], share[ok]) if ok.any() else None
+
+
+def _filtered_groups(facts: Facts, rules: Rules) -> Finding | None:
+    got = filtered_share(facts)
+    if got is None or facts.run.metrics is None or len(got[1]) < rules["min_series_steps"]:
+        return None
+    steps, share = got
+    t = tail(share, rules["tail_fraction"])
+    if not ge(float(t.mean()), rules["zero_std_share_max"]):
+        return None
+    series = ["groups_filtered", *(["groups_kept"] if "groups_kept" in facts.run.metric_sources else [])]
+    return Finding(
+        "reward.zero_variance_groups", "medium",
+        f"The filter for tied rewards dropped {float(t.mean()):.0%} of rollout groups over the last "
+        f"{rules['tail_fraction']:.0%} of steps",
+        {"mean_share_groups_dropped": rnd(float(t.mean())), "steps": len(t),
+         "logged_as": [facts.run.metric_sources.get(s) for s in series], "series": series,
+         "start_step": trends.first_step(steps, share >= rules["zero_std_share_max"]),
+         "source": facts.run.metrics.source})
 
 
 def _zero_reward_std(facts: Facts, rules: Rules) -> Finding | None:
@@ -79,6 +117,9 @@ def _zero_reward_std(facts: Facts, rules: Rules) -> Finding | None:
 def truncated(facts: Facts, rules: Rules) -> Finding | None:
     frac = rules["tail_fraction"]
     tr = _tail_mean(facts, "clipped_share", frac)
+    series = "clipped_share"
+    if tr is None and (eos := _tail_mean(facts, "eos_share", frac)) is not None:
+        tr, series = (1.0 - eos[0], eos[1]), "eos_share"  # what did not end with EOS was cut at the cap
     if tr is None:
         return _at_one_length(facts, rules)
     if not ge(tr[0], rules["truncated_share"]) or facts.run.metrics is None:
@@ -87,8 +128,11 @@ def truncated(facts: Facts, rules: Rules) -> Finding | None:
     length = _tail_mean(facts, "length", frac)
     return Finding(
         "generation.truncated", sev,
-        f"{tr[0]:.0%} of completions hit the length limit over the last {frac:.0%} of steps",
-        {"mean_clipped_ratio": rnd(tr[0]), "steps": tr[1],
+        f"{tr[0]:.0%} of completions hit the length limit over the last {frac:.0%} of steps"
+        + (f" (1 - {facts.run.metric_sources.get(series)}, the share that ended with EOS)"
+           if series == "eos_share" else ""),
+        {"mean_clipped_ratio": rnd(tr[0]), "steps": tr[1], "series": series,
+         "logged_as": facts.run.metric_sources.get(series),
          "mean_completion_length": rnd(length[0], 1) if length else None, "source": facts.run.metrics.source})
 
 

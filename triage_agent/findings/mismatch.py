@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
+
 from triage_agent.analysis import trends
 from triage_agent.analysis.stats import rnd
 from triage_agent.analysis.trends import Series
@@ -107,13 +109,23 @@ def _judge(facts: Facts, s: Series, rules: Rules) -> tuple[Finding, float] | Non
     head, tail = facts.head_tail(s)
     d_head, d_tail = _distance(f, head), _distance(f, tail)
     above = _outside(f, tail, rules)
+    swings = None
+    if f == "ratio" and not above:
+        # ratios either side of 1 average to 1 (1.74 and 0.73 beside 1.11 mean 1.19, inside the bars): each step's
+        # own distance from 1, averaged over the tail, is held to the looser bar (a DAPO run of batch B)
+        k = min(s.n, max(int(rules["head_tail_min_points"]), int(np.ceil(rules["head_tail_fraction"] * s.n))))
+        spread = float(np.mean(np.abs(s.values[-k:] - 1.0)))
+        if gt(spread, rules["is_ratio_hi"] - 1.0):
+            above, d_tail, swings = True, spread, spread
     # growth needs the head/tail windows of a series of min_series_steps; a short run is judged by its bar alone
     growing = s.n >= rules["min_series_steps"] and d_head > 0 and ge(d_tail, rules["mismatch_growth"] * d_head)
     if not (above or growing):
         return None
     bar, reads = _bar(f, rules)
     sev: Severity = "high" if above and growing else "medium"
-    title = (f"{s.raw} averages {tail:.3g} over the tail ({reads})" if above else
+    title = (f"{s.raw} is on average {swings:.3g} away from 1 at each step of the tail (its mean {tail:.3g} hides "
+             "swings to both sides)" if swings is not None else
+             f"{s.raw} averages {tail:.3g} over the tail ({reads})" if above else
              f"{s.raw} grew from {head:.3g} to {tail:.3g} (head/tail means)")
     if above and growing:
         title += f", up from {head:.3g} at the head"
@@ -125,6 +137,8 @@ def _judge(facts: Facts, s: Series, rules: Rules) -> tuple[Finding, float] | Non
                           "tail_mean": rnd(tail, 4), "bar": rnd(bar, 4), "above_bar": above, "growing": growing,
                           "growth": rnd(d_tail / d_head, 3) if d_head > 0 else None, "steps": s.n,
                           "start_step": onset, "source": s.source}
+    if swings is not None:
+        ev["tail_mean_distance_from_1"] = rnd(swings, 4)
     return Finding("policy.train_inference_mismatch", sev, title, ev), d_tail / bar if bar > 0 else 0.0
 
 

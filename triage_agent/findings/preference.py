@@ -80,6 +80,20 @@ def saturated(facts: Facts, rules: Rules) -> Finding | None:
                     "tail_accuracy": rnd(tail_acc, 4), "start_step": first, "source": loss.source})
 
 
+def chosen_log_ratio(facts: Facts) -> trends.Series | None:
+    """The chosen answers' log-ratio to the reference (policy minus reference log-probs on the same batch), where a
+    run logs both but no implicit reward: summed log-probs swing with each batch's answer lengths, the ratio does
+    not (it is the implicit reward over beta)."""
+    policy, ref = facts.enough("logps_chosen"), facts.enough("logps_ref_chosen")
+    if policy is None or ref is None or facts.series("pref_chosen") is not None:
+        return None
+    steps, pi, ri = np.intersect1d(policy.steps, ref.steps, return_indices=True)
+    if len(steps) < facts.rules["min_series_steps"]:
+        return None
+    return trends.Series("logps_chosen", steps, policy.values[pi] - ref.values[ri], policy.source,
+                         f"{policy.raw} - {ref.raw}")
+
+
 @rule("preference.likelihood_displacement", FAMILY, ("displacement_rho", "margin_rho_min", *HEAD_TAIL),
       cause="The log-probability of the chosen answers falls while the margin grows: the model separates the pairs "
             "by pushing the chosen answers down too (likelihood displacement, Razin et al. 2024; Pal et al. 2024).",
@@ -90,7 +104,8 @@ def saturated(facts: Facts, rules: Rules) -> Finding | None:
 def likelihood_displacement(facts: Facts, rules: Rules) -> Finding | None:
     # the cleaner of the two chosen series (issue 36): the raw log-probs are noisy where the batch's answers differ
     # in length; the implicit reward beta * (logp - ref logp) falls cleanly with them (rho -0.29 against -0.85)
-    both = [s for s in (facts.enough("logps_chosen"), facts.enough("pref_chosen")) if s is not None]
+    both = [s for s in (facts.enough("logps_chosen"), facts.enough("pref_chosen"), chosen_log_ratio(facts))
+            if s is not None]
     margin = facts.enough("pref_margin")
     if not both or margin is None:
         return None

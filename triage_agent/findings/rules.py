@@ -136,6 +136,11 @@ DEFAULTS: dict[str, Any] = {
     "stagnant_rho": 0.2,
     # reward.task_signal_dead (post-training-findings.md): a task component at one value on >= 90% of steps
     "task_stuck_share": 0.90,
+    # ... and with no components: a task success series (pass_rate, task_score) at its floor on that share of steps
+    # while the reward moves; or the only reward exactly 0, its floor, on >= 80% of steps: a GRPO step whose mean
+    # reward is 0 failed every sample of every group, so it has no advantage to learn from (ours; batch A's Tinker
+    # function-calling run: 87 of 100 steps at 0, loss 0 on 91; the healthy corpus runs start at 0 on <= 30%)
+    "reward_dead_share": 0.80,
     # zero variance without frac_reward_zero_std (robust 2): the share of steps whose batch reward_std is exactly 0
     # is a lower bound of the tied-group share; it is held to zero_std_share_max over all logged steps
     # preference.saturated (post-training-findings.md): before 30% of the run, loss < 0.05 with accuracies >= 0.98

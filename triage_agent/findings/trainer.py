@@ -282,17 +282,20 @@ def grad_norm_spike(facts: Facts, rules: Rules) -> Finding | None:
                        sustained_steps=[int(s.steps[i]) for i in sustained][:10], start_step=steps[0]))
 
 
-@rule("optim.zero_grad", FAMILY, ("zero_grad_share", "min_series_steps"),
+@rule("optim.zero_grad", FAMILY, ("zero_grad_share", "min_series_steps", "head_tail_min_points"),
       cause="The gradient is exactly zero on many steps: every group's rewards tie (or every completion is "
             "clipped), so there is nothing to learn from.",
       fix="make the task learnable at this size: more generations per prompt, easier or harder prompts, a longer "
           "completion limit, or a reward with partial credit",
-      needs=('grad_norm',), paradigms=POLICY)
+      needs=('grad_norm',))
 def zero_grad(facts: Facts, rules: Rules) -> Finding | None:
     # where the gradient norm is not logged, a policy-gradient loss that is exactly 0 says the same: every
     # advantage vanished and no KL term is added (two custom GRPO loops of batch A print `loss=0.0000` on 91% and
-    # 56% of their steps, beside rewards that all tie at 0)
-    s = facts.enough("grad_norm") or facts.enough("loss")
+    # 56% of their steps, beside rewards that all tie at 0). A gradient norm of 0 stops any paradigm's learning.
+    g = facts.series("grad_norm")
+    s = facts.enough("grad_norm") or (facts.enough("loss") if facts.run.paradigm in POLICY else None)
+    if s is None and g is not None and g.n >= rules["head_tail_min_points"] and bool((g.values == 0.0).all()):
+        s = g  # too few rows for a share, but exactly 0 on every one (a TRL DPO run of batch C: 3 of 3)
     if s is None:
         return None
     zero = s.values == 0.0

@@ -58,7 +58,7 @@ def ordered(trainer: str | None) -> tuple[Profile, ...]:
 PREFIXES = ("train/", "training/", "train_")
 # series mapped only on preference runs (canonical.columns_for): elsewhere a reward function named `chosen` stays one
 PREFERENCE_SERIES = ("pref_accuracy", "pref_margin", "pref_chosen", "pref_rejected", "logps_chosen", "logps_rejected",
-                     "log_odds_ratio")
+                     "logps_ref_chosen", "logps_ref_rejected", "log_odds_ratio")
 # series no alias table carries: components come by their own pattern, held-out scores by theirs
 _NOT_ALIASED = ("component", "validation", "eval_loss")
 

@@ -41,6 +41,7 @@ def tokens(name: str) -> list[str]:
 
 
 PAIR_SERIES = ("pref_accuracy", "pref_margin", "pref_chosen", "pref_rejected", "logps_chosen", "logps_rejected",
+               "logps_ref_chosen", "logps_ref_rejected",
                "rm_accuracy", "rm_margin", "rm_chosen", "rm_rejected")
 
 
@@ -51,7 +52,9 @@ def _pair(toks: set[str]) -> str | None:
             "rejected" if toks & {"rejected", "reject", "neg", "negative"} else None)
     logp = bool(toks & {"logp", "logps", "logprob", "logprobs"})
     if side and toks & {"ref", "reference"}:
-        return None  # the reference model's log-probs: fixed, not a signal
+        # the reference model's log-probs: fixed, no signal alone; policy minus reference on the same batch is the
+        # chosen answer's log-ratio (the implicit reward over beta), which is what displacement is judged on
+        return f"logps_ref_{side}" if logp else None
     if side and logp:
         return f"logps_{side}"
     if side and toks & {"reward", "rewards"}:
@@ -78,6 +81,9 @@ _ONE_SIDE = {"lower", "low", "high", "higher", "upper", "dual"}  # one side of a
 _OTHER_MODEL = {"critic", "value", "draft", "ref", "reference", "router", "aux"}
 _MISMATCH = {"sample", "sampling", "rollout", "vllm", "gen", "generation", "engine", "inference", "infer", "behave",
              "behavior", "correction", "local", "error", "mismatch"}
+_NOT = {"no", "not", "non", "without", "missing"}
+_GROUP = {"group", "groups", "prompt", "prompts"}
+_DROPPED = {"filtered", "dropped", "removed", "discarded"}
 _GENERATED = {"response", "responses", "completion", "completions", "gen", "generation", "generated", "generate",
               "output", "assistant", "ac", "answer"}
 
@@ -105,11 +111,16 @@ def _mismatch(toks: set[str]) -> bool:
 
 # the series of a name's words, the most specific first: the first that holds wins
 _RULES: tuple[tuple[str, Callable[[set[str]], bool]], ...] = (
+    # groups dropped by a filter (DAPO dynamic sampling drops the groups whose rewards tie) and what it kept
+    ("groups_filtered", lambda t: bool(t & _GROUP) and bool(t & _DROPPED) and "kept" not in t),
+    ("groups_kept", lambda t: "kept" in t and bool(t & (_GROUP | {"samples", "sample"})) and not t & _DROPPED),
     ("zero_std_share", lambda t: ("zero" in t and "std" in t) or (bool(t & {"flat", "tied", "identical", "constant"})
                                                                    and bool(t & {"group", "groups"}))),
-    ("clipped_share", lambda t: (_any(t, "clip", "truncat", "overlong") or "eos" in t)
+    ("clipped_share", lambda t: (_any(t, "clip", "truncat", "overlong") or ("eos" in t and bool(t & _NOT)))
      and bool(t & {"len", "length", "lengths", "truncated", "truncation", "eos", "overlong", *_GENERATED})
      and not t & {"count", "num", "total"} and not t & _ONE_SIDE),
+    # the share that ended with EOS: the complement of the share cut at the cap (a Tinker RLVR env's format_eos)
+    ("eos_share", lambda t: "eos" in t and not t & _NOT and not t & {"count", "num", "tokens", "token", "mask"}),
     ("ratio_clip_share", lambda t: (_any(t, "clipfrac") or (_any(t, "clip") and bool(
         t & {"ratio", "frac", "fraction", "pg", "region"}))) and not t & _ONE_SIDE),
     ("length", lambda t: bool(t & {"len", "length", "lengths", "tokens", "ntokens"}) and bool(t & _GENERATED)
@@ -172,7 +183,8 @@ _CONCEPT_WORDS = ("chosen", "reject", "pos", "neg", "margin", "gap", "positive",
                   "verifiable", "task", "zero", "group", "num", "per", "entropy", "kl", "grad", "norm", "loss", "len", "length", "tokens",
                   "clip", "truncat", "eos", "lr", "learning", "rate", "acc", "pass", "correct", "solved", "success",
                   "response", "completion", "gen", "output", "sequence", "seq", "logprob", "logp", "prob", "diff",
-                  "mismatch", "error", "abs", "ratio", "frac", "fraction", "ref", "approx", "std", "pg", "no")
+                  "mismatch", "error", "abs", "ratio", "frac", "fraction", "ref", "approx", "std", "pg", "no", "kept",
+                  "filtered", "dropped", "removed", "discarded", "prompt")
 
 
 def _is_concept_word(t: str) -> bool:

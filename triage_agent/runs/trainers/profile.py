@@ -21,9 +21,10 @@ from functools import cached_property
 SERIES = ("reward", "optimized_reward", "task_score", "reward_std", "zero_std_share", "entropy", "kl",
           "update_kl", "grad_norm", "loss", "length", "clipped_share", "ratio_clip_share", "lr", "is_ratio",
           "validation", "eval_loss", "component", "pref_accuracy", "pref_margin", "pref_chosen", "pref_rejected",
-          "logps_chosen", "logps_rejected", "log_odds_ratio", "rm_accuracy", "rm_chosen", "rm_rejected",
+          "logps_chosen", "logps_rejected", "logps_ref_chosen", "logps_ref_rejected", "log_odds_ratio", "rm_accuracy", "rm_chosen", "rm_rejected",
           "rm_margin", "teacher_kl", "num_turns", "tool_failure_share", "staleness", "repetition_share",
-          "skipped_steps", "pass_rate", "groups_all_fail", "groups_all_pass")
+          "skipped_steps", "pass_rate", "groups_all_fail", "groups_all_pass", "groups_filtered", "groups_kept",
+          "eos_share")
 PARADIGMS = ("policy_gradient", "preference", "sft", "reward_model", "distillation")
 
 

@@ -39,6 +39,9 @@ PROFILE = Profile(
         # sampled tokens per turn: the mean completion length (per turn of a multi-turn episode)
         "env/all/ac_tokens_per_turn": "length",
         "env/all/turns_per_episode": "num_turns",
+        # recipes/rlvr/env.py: "correct_eos: did the response complete with a stop token (not truncated)?"; one
+        # minus it is the share cut at max_tokens
+        "env/all/format_eos": "eos_share",
         # rl/metrics.py compute_kl_sample_train: -mean logp of the sampled tokens, the sampler's entropy estimate
         "optim/entropy": "entropy",
         # sampler vs trainer log-probs of the same tokens: v1 mean difference, v2 half mean squared difference (KLs)

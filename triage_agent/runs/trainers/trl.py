@@ -185,8 +185,9 @@ PROFILE = Profile(
         "objective/scores": "policy_gradient", "completion_length": "policy_gradient",
         # SFTTrainer's own (sft_trainer.py); GRPO logs num_tokens too, but its reward names decide first
         "mean_token_accuracy": "sft", "num_tokens": "sft",
-        # RewardTrainer (reward_trainer.py); its `accuracy` and `mean_reward` are left out: custom loops log them too
-        "margin": "reward_model", "min_reward": "reward_model", "max_reward": "reward_model",
+        # RewardTrainer (reward_trainer.py); its `accuracy`, `mean_reward`, `min_reward` and `max_reward` are left out:
+        # custom policy-gradient loops log them too (batch D's phi-2 self-play PPO run logs `train/max_reward`)
+        "margin": "reward_model",
         "on_policy_loss": "distillation", "completions/truncated_fraction": "distillation",
         "iw_opd/*": "distillation",
     },
