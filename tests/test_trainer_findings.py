@@ -429,14 +429,18 @@ def test_ray_worker_import_cascade_points_at_the_import_error(make_run):
 
 
 def test_columns_in_the_manifest_map_a_custom_name(make_run):
-    rows = [{"step": i + 1, "my/ent": v} for i, v in enumerate(blocks(1.0, 0.05))]
-    root = make_run({"trainer_state.json": state(rows), "triage.toml": '[columns]\nentropy = "my/ent"\n'})
+    rows = [{"step": i + 1, "my/h": v} for i, v in enumerate(blocks(1.0, 0.05))]
+    root = make_run({"trainer_state.json": state(rows), "triage.toml": '[columns]\nentropy = "my/h"\n'})
     rep = inspect(root)
-    assert rep.run.metric_sources["entropy"] == "my/ent"
+    assert rep.run.metric_sources["entropy"] == "my/h"
     assert finding(rep, "policy.entropy_collapse").severity == "high"
-    # without the mapping the series is kept under its own name and no rule reads it
+    # without the mapping a name that means nothing is kept under its own name and no rule reads it
     plain = inspect(make_run({"trainer_state.json": state(rows)}))
-    assert "my/ent" in plain.run.metrics.frame.columns and "policy.entropy_collapse" not in ids(plain)
+    assert "my/h" in plain.run.metrics.frame.columns and "policy.entropy_collapse" not in ids(plain)
+    # ... while `ent`, as OpenRLHF's `ent_loss` and many a custom loop abbreviate it, is entropy by meaning
+    abbreviated = inspect(make_run({"trainer_state.json": state([{"step": r["step"], "my/ent": r["my/h"]}
+                                                                   for r in rows])}))
+    assert abbreviated.run.metric_inferred["entropy"] == "my/ent"
 
 
 def test_facts_columns_taken_at_once_or_one_by_one_are_the_same_read_only_floats(monkeypatch):

@@ -25,7 +25,8 @@ MEAN = frozenset({"mean", "avg", "average", "total"})
 OTHER_AGG = frozenset({"max", "min", "std", "median", "sum", "p50", "p90", "p95", "p99", "var", "count", "hist"})
 HELD_OUT = frozenset({"eval", "val", "valid", "validation", "test"})
 # tokens that make a name something else than the series its other tokens suggest
-NOT_TRAINING = frozenset({"time", "timing", "seconds", "sec", "throughput", "per", "second", "memory", "mem", "gb",
+# ("per" is not one: tokens per sample is a length, turns per episode a turn count; a rate per second says "second")
+NOT_TRAINING = frozenset({"time", "timing", "seconds", "sec", "throughput", "second", "memory", "mem", "gb",
                           "gpu", "flops", "mfu", "tflops", "speed", "latency", "perf"})
 
 
@@ -41,8 +42,13 @@ def tokens(name: str) -> list[str]:
 
 
 PAIR_SERIES = ("pref_accuracy", "pref_margin", "pref_chosen", "pref_rejected", "logps_chosen", "logps_rejected",
-               "logps_ref_chosen", "logps_ref_rejected",
+               "logps_ref_chosen", "logps_ref_rejected", "log_odds_ratio",
                "rm_accuracy", "rm_margin", "rm_chosen", "rm_rejected")
+
+
+def _is_logp(toks: set[str]) -> bool:
+    """Log-probabilities, however split: `logps`, `logprob`, torchtune's `log_probs`."""
+    return bool(toks & {"logp", "logps", "logprob", "logprobs"}) or ("log" in toks and bool(toks & {"prob", "probs"}))
 
 
 def _pair(toks: set[str]) -> str | None:
@@ -50,7 +56,7 @@ def _pair(toks: set[str]) -> str | None:
     (scores of chosen and rejected), by its words; None for any other name."""
     side = ("chosen" if toks & {"chosen", "chose", "pos", "positive"} else
             "rejected" if toks & {"rejected", "reject", "neg", "negative"} else None)
-    logp = bool(toks & {"logp", "logps", "logprob", "logprobs"})
+    logp = _is_logp(toks)
     if side and toks & {"ref", "reference"}:
         # the reference model's log-probs: fixed, no signal alone; policy minus reference on the same batch is the
         # chosen answer's log-ratio (the implicit reward over beta), which is what displacement is judged on
@@ -96,7 +102,8 @@ def _kl(toks: set[str]) -> str | None:
         return "is_ratio"
     if toks & {"teacher", "student", "distill", "distillation", "opd", "kd"}:
         return "teacher_kl"
-    if toks & {"update", "ppo", "approx", "approxkl", "policykl"} and not toks & {"ref", "reference"}:
+    if (toks & {"update", "ppo", "approx", "approxkl", "policykl"} or {"pre", "post"} <= toks) and \
+            not toks & {"ref", "reference"}:  # Tinker's kl_pre_post: before and after one update
         return "update_kl"
     return "kl"
 
@@ -104,9 +111,11 @@ def _kl(toks: set[str]) -> str | None:
 def _mismatch(toks: set[str]) -> bool:
     """Rollout engine against trainer: a log-prob difference, an importance-sampling ratio or weight."""
     logprob = bool(toks & {"logprob", "logprobs", "logp", "probs", "prob"})
-    return (logprob and bool(toks & {"diff", "mismatch", "error", "abs"})) or \
-        (bool(toks & {"importance", "tis", "imp", "is"}) and bool(toks & {"ratio", "weight", "sampling", "abs"})) or \
-        ("train" in toks and bool(toks & {"infer", "inference"})) or toks == {"tis"}
+    return (logprob and bool(toks & {"diff", "difference", "mismatch", "error", "abs"})) or \
+        (bool(toks & {"importance", "tis", "imp", "is"}) and
+         bool(toks & {"ratio", "weight", "sampling", "abs", "corr", "correction"}) and
+         not toks & {"factor", "size", "eff", "norm"}) or \
+        ("train" in toks and bool(toks & {"infer", "inference"})) or toks - SCOPE - MEAN == {"tis"}
 
 
 # the series of a name's words, the most specific first: the first that holds wins
@@ -128,17 +137,18 @@ _RULES: tuple[tuple[str, Callable[[set[str]], bool]], ...] = (
     ("num_turns", lambda t: bool(t & {"turn", "turns"}) and not t & {"tokens", "len", "length", "max", "stop"}
      or ("round" in t and "number" in t)),
     ("tool_failure_share", lambda t: _any(t, "tool") and bool(t & {"fail", "failure", "failed", "invalid", "error"})),
-    ("staleness", lambda t: bool(t & {"staleness", "stale", "age", "lag"})),
+    ("staleness", lambda t: bool(t & {"staleness", "stale", "age", "lag"}) or ({"off", "policy"} <= t and not t & {"loss", "dropped", "filtered"})),
+    ("log_odds_ratio", lambda t: {"log", "odds"} <= t or "log_odds" in t),
     ("repetition_share", lambda t: _any(t, "repetit", "repeat")),
     ("grad_norm", lambda t: _any(t, "grad") and "norm" in t and not t & _OTHER_MODEL),
     ("lr", lambda t: "lr" in t or ("learning" in t and "rate" in t)),
-    ("entropy", lambda t: _any(t, "entrop") and not t & _SETTING and not t & _OTHER_MODEL),
+    ("entropy", lambda t: (_any(t, "entrop") or "ent" in t) and not t & _SETTING and not t & _OTHER_MODEL),
 )
 _REWARD = {"reward", "rewards", "score", "scores", "return", "returns"}
 
 
 def _reward(toks: set[str]) -> str | None:
-    if not toks & _REWARD or toks & {"advantage", "advantages", "filtered", "num", "count", "center", "loss",
+    if not toks & _REWARD or _any(toks, "success") or toks & {"advantage", "advantages", "filtered", "num", "count", "center", "loss",
                                      "low", "high", "length", "len"}:
         return None
     if toks & {"verifiable", "correctness"}:  # a task reward alone is the reward (AReaL task_reward)
@@ -154,7 +164,9 @@ def _concept(toks: set[str]) -> str | None:
     found = found or next((series for series, holds in _RULES if holds(toks)), None) or _reward(toks)
     if found is None and (_any(toks, "acc", "success", "correct", "solved") or "pass" in toks):
         found = "pass_rate" if not toks & {"proj", "token"} else None
-    if found is None and _any(toks, "loss") and not toks & (_SETTING | _OTHER_MODEL | {"tokens", "num"}):
+    if found is None and toks & {"kd", "distill", "distillation"} and _any(toks, "loss"):
+        found = "teacher_kl"  # a distillation loss is the KL (or cross-entropy) to the teacher
+    if found is None and (_any(toks, "loss") or "nll" in toks) and not toks & (_SETTING | _OTHER_MODEL | {"tokens", "num"}):
         found = "loss"
     return found
 
@@ -180,7 +192,7 @@ def infer(name: str) -> tuple[str, int] | None:
 
 _CONCEPT_WORDS = ("chosen", "reject", "pos", "neg", "margin", "gap", "positive", "policy", "pair", "reward", "score",
                   "return", "turn", "tool", "fail", "stale", "age", "repet", "importance", "tis", "is", "teacher",
-                  "verifiable", "task", "zero", "group", "num", "per", "entropy", "kl", "grad", "norm", "loss", "len", "length", "tokens",
+                  "verifiable", "task", "zero", "group", "num", "per", "entropy", "ent", "nll", "kd", "odds", "off", "kl", "grad", "norm", "loss", "len", "length", "tokens",
                   "clip", "truncat", "eos", "lr", "learning", "rate", "acc", "pass", "correct", "solved", "success",
                   "response", "completion", "gen", "output", "sequence", "seq", "logprob", "logp", "prob", "diff",
                   "mismatch", "error", "abs", "ratio", "frac", "fraction", "ref", "approx", "std", "pg", "no", "kept",
@@ -202,7 +214,7 @@ def paradigm_of(names: Iterable[str]) -> tuple[str, list[str]] | None:
     """A preference or reward-model run told by its names' meaning: at least two pair statistics, those of a
     preference run (implicit rewards, log-probs of chosen and rejected) or of a reward model (their scores)."""
     pairs = [(n, got[0]) for n in names if (got := infer(n)) is not None and got[0] in PAIR_SERIES]
-    for paradigm, prefix in (("preference", ("pref_", "logps_")), ("reward_model", ("rm_",))):
+    for paradigm, prefix in (("preference", ("pref_", "logps_", "log_odds")), ("reward_model", ("rm_",))):
         hits = [(n, s) for n, s in pairs if s.startswith(prefix)]
         # an accuracy alone proves nothing (`accuracy_reward` is a GRPO reward function): a chosen, rejected or
         # margin statistic must be among them
@@ -215,7 +227,7 @@ def resolve(names: Iterable[str], taken: set[str], paradigm: str | None = None
             ) -> tuple[dict[str, Inference], dict[str, list[str]]]:
     """Series not in `taken`, each from the most specific of `names` that means it; and the ties: series ->
     the names that tied (none of them is chosen). Pair statistics only on the runs of their paradigm."""
-    allowed = {"preference": ("pref_", "logps_"), "reward_model": ("rm_",)}.get(paradigm or "", ())
+    allowed = {"preference": ("pref_", "logps_", "log_odds"), "reward_model": ("rm_",)}.get(paradigm or "", ())
     best: dict[str, tuple[int, list[str]]] = {}
     for name in names:
         got = infer(name)
