@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -170,8 +171,17 @@ def test_ratios_either_side_of_one_are_judged_step_by_step(make_run):
 
 
 def test_a_profile_module_imports_first_without_a_cycle():
-    # the console wing reads every profile when imported, and Tinker's profile imports the wing: either order works
-    for first in ("triage_agent.runs.trainers.tinker", "triage_agent.runs.trainers"):
+    # the console wing reads every profile when imported, and a profile with a dialect (Tinker's, AReaL's, slime's)
+    # imports the wing: importing any profile module first works
+    import pkgutil
+
+    from triage_agent.runs import trainers
+
+    # the profile modules that import the console wing (their dialects): the others cannot meet it half-read
+    firsts = [f"triage_agent.runs.trainers.{m.name}" for m in pkgutil.iter_modules(trainers.__path__)
+              if "runs.console" in (Path(trainers.__path__[0]) / f"{m.name}.py").read_text()]
+    assert len(firsts) >= 3
+    for first in (*firsts, "triage_agent.runs.trainers"):
         code = f"import {first}; import triage_agent.runs.trainers as t; print(len(t.profiles()))"
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr[-500:]

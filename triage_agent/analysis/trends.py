@@ -164,6 +164,12 @@ def baseline(values: np.ndarray, head: float, points: int, window: int, ratio: f
     if len(early) and start > 0 and (bool((early <= ratio * start).any()) if falling
                                      else bool((early >= ratio * start).any())):
         return start, "start"
+    first, rest = float(values[0]), values[1:]
+    # the event at the second point: every later value beyond `ratio` x the first (NeMo-RL's first weight refit
+    # took a run's entropy from 0.20 to 11.1 at step 2 and held it there; batch E)
+    if len(rest) >= points and first > 0 and (bool((rest <= ratio * first).all()) if falling
+                                               else bool((rest >= ratio * first).all())):
+        return first, "first"
     return head, "head"
 
 

@@ -151,14 +151,19 @@ def _task_series_stuck(facts: Facts, rules: Rules) -> Finding | None:
 
 
 def _reward_dead(facts: Facts, rules: Rules) -> Finding | None:
-    """The only reward (no components, no separate task series) exactly 0, its floor, on most steps: almost every
-    batch failed every sample, so the policy has almost nothing to learn from."""
+    """The reward (no components; any task series beside it as dead) exactly 0, its floor, on most steps: almost
+    every batch failed every sample, so the policy has almost nothing to learn from."""
     reward = facts.enough("reward")
-    if reward is None or facts.series("pass_rate") is not None or facts.series("task_score") is not None:
+    if reward is None:
         return None
     low, share = _at_floor(reward)
     if low != 0.0 or not ge(share, rules["reward_dead_share"]):
         return None
+    for task in (facts.series("pass_rate"), facts.series("task_score")):
+        # a task series beside it must be as dead (one that moves says the reward is not the task's)
+        if task is not None and task.raw != reward.raw and not (
+                _at_floor(task)[0] == 0.0 and ge(_at_floor(task)[1], rules["reward_dead_share"])):
+            return None
     head, tail = facts.head_tail(reward)
     return Finding("reward.task_signal_dead", "high",
                    f"The reward is 0, its floor, on {share:.0%} of {reward.n} steps: almost every batch failed every "

@@ -19,6 +19,14 @@ STALENESS_CAPS = ("staleness_threshold", "max_staleness", "max_head_offpolicynes
                   "async_steps", "max_staleness_steps")
 
 
+_BASE_NAME = {"head": "head mean", "start": "first points' mean", "first": "first value"}
+
+
+def _window(n: int, rules: Rules) -> int:
+    """How many points a head or tail window holds (the first/last 20%, at least 3)."""
+    return min(n, max(int(rules["head_tail_min_points"]), int(np.ceil(rules["head_tail_fraction"] * n))))
+
+
 @rule("policy.entropy_blowup", FAMILY, ("entropy_blowup_ratio", "entropy_blowup_rho", "entropy_blowup_peak",
                                         *HEAD_TAIL),
       cause="The policy's entropy blew up: it samples ever more random tokens and drifts into noise (a learning rate "
@@ -31,6 +39,9 @@ def entropy_blowup(facts: Facts, rules: Rules) -> Finding | None:
     if s is None:
         return None
     head, tail = facts.head_tail(s)
+    # an event inside the head window is judged against the run's start (analysis/trends.baseline)
+    head, against = trends.baseline(s.values, head, int(rules["head_tail_min_points"]), _window(s.n, rules),
+                                     rules["entropy_blowup_peak"], falling=False)
     if head <= 0:
         return None
     rho = spearman(s.steps, s.values)
@@ -44,10 +55,11 @@ def entropy_blowup(facts: Facts, rules: Rules) -> Finding | None:
     bar = (rules["entropy_blowup_ratio"] if rising else rules["entropy_blowup_peak"]) * head
     start = trends.first_step(s.steps, roll >= bar)
     what = (f"Entropy rose {tail / head:.1f}x ({head:.3g} → {tail:.3g}, head/tail means; rho {rho:+.2f})" if rising
-            else f"Entropy's {WINDOW}-step mean peaked at {peak:.3g}, {peak / head:.1f}x its head mean ({head:.3g})")
+            else f"Entropy's {WINDOW}-step mean peaked at {peak:.3g}, {peak / head:.1f}x its "
+                 f"{_BASE_NAME[against]} ({head:.3g})")
     return Finding("policy.entropy_blowup", "high", what,
                    {"series": s.name, "logged_as": s.raw, "head_mean": rnd(head, 4), "tail_mean": rnd(tail, 4),
-                    "tail_over_head": rnd(tail / head, 3), "max_rolling_mean": rnd(peak, 4),
+                    "tail_over_head": rnd(tail / head, 3), "judged_against": against, "max_rolling_mean": rnd(peak, 4),
                     "rho_step": rnd(rho), "steps": s.n, "start_step": start, "source": s.source})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,7 @@ def zero_variance_groups(facts: Facts, rules: Rules) -> Finding | None:
     frac = rules["tail_fraction"]
     zs = _tail_mean(facts, "zero_std_share", frac)
     if zs is None:
-        return _filtered_groups(facts, rules) or _zero_reward_std(facts, rules)
+        return _filtered_groups(facts, rules) or _zero_reward_std(facts, rules) or _zero_advantages(facts, rules)
     if not ge(zs[0], rules["zero_std_share_max"]) or facts.run.metrics is None:
         return None
     return Finding(
@@ -86,6 +87,42 @@ def _filtered_groups(facts: Facts, rules: Rules) -> Finding | None:
          "logged_as": [facts.run.metric_sources.get(s) for s in series], "series": series,
          "start_step": trends.first_step(steps, share >= rules["zero_std_share_max"]),
          "source": facts.run.metrics.source})
+
+
+# a batch's largest and smallest advantage, as trainers log them (AReaL `<actor>/advantages/max`, verl
+# `critic/advantages/max`): both exactly 0 on a step means no sample of it had any advantage
+_ADVANTAGE_BOUND = re.compile(r"(?:^|.*/)advantages?/(max|min)$")
+
+
+def _zero_advantages(facts: Facts, rules: Rules) -> Finding | None:
+    """No tied-group share and no reward std logged, but the batch's advantage bounds: a step whose largest and
+    smallest advantage are both exactly 0 had every group tied (GRPO normalises within the group), so the share of
+    such steps is a lower bound of the tied-group share."""
+    m = facts.run.metrics
+    if m is None:
+        return None
+    bounds: dict[str, str] = {}
+    for col in m.frame.columns:
+        hit = _ADVANTAGE_BOUND.match(str(col))
+        if hit and hit.group(1) not in bounds:
+            bounds[hit.group(1)] = str(col)
+    if len(bounds) < 2:
+        return None
+    hi, lo = facts.column(bounds["max"]), facts.column(bounds["min"])
+    ok = np.isfinite(hi) & np.isfinite(lo)
+    if int(ok.sum()) < rules["min_series_steps"]:
+        return None
+    zero = (hi[ok] == 0.0) & (lo[ok] == 0.0)
+    share = float(zero.mean())
+    if not ge(share, rules["zero_std_share_max"]):
+        return None
+    return Finding(
+        "reward.zero_variance_groups", "medium",
+        f"Every advantage is exactly 0 (the batch's largest and smallest) on {int(zero.sum())} of {int(ok.sum())} "
+        f"steps ({share:.0%}): at least that share of groups tie",
+        {"zero_advantage_steps": int(zero.sum()), "steps": int(ok.sum()), "zero_advantage_share": rnd(share),
+         "lower_bound": True, "logged_as": [bounds["max"], bounds["min"]],
+         "start_step": trends.first_step(facts.column("step")[ok], zero), "source": m.source})
 
 
 def _zero_reward_std(facts: Facts, rules: Rules) -> Finding | None:

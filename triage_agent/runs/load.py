@@ -21,15 +21,17 @@ from triage_agent.runs.configs import flatten, load_config
 from triage_agent.runs.formats import BY_NAME, FormatRead
 from triage_agent.runs.formats.base import MAX_KEYS, Columns
 from triage_agent.runs.formats.canonical import (
-    EVAL_LOSS,
     Canonical,
     Naming,
     canonicalize_columns,
     eval_loss_series,
+    is_eval_loss,
     is_validation,
     strip_prefix,
     validation_series,
 )
+from triage_agent.runs.formats.restarts import MAX_RESTARTS as MAX_RESUMES
+from triage_agent.runs.formats.restarts import relaunches
 from triage_agent.runs.frames import frame_of
 from triage_agent.runs.model import ConfigValue, ParseError, Resume, Round, Run, SourceFile, Table, Unread
 from triage_agent.runs.tables import normalize, read_table
@@ -396,7 +398,7 @@ class _TrainerParts:
             run.validation_key = key
         losses = best[2] if best else []
         if isinstance(losses, Columns):  # only the rows that hold an eval loss, as dicts
-            losses = losses.rows([k for k in losses.keys if k in EVAL_LOSS])
+            losses = losses.rows([k for k in losses.keys if is_eval_loss(k)])
         eval_loss = eval_loss_series(self.evals + losses, keys)
         if eval_loss is not None and not eval_loss.empty:
             run.eval_loss = Table(eval_loss, self.eval_source or (best[1] if best else "eval rows"))
@@ -410,8 +412,9 @@ class _TrainerParts:
         frame = can.frame
         run.metrics, run.metric_sources, run.nonfinite = Table(frame, rel), can.sources, can.nonfinite
         run.metric_inferred = can.inferred
-        run.resumes = [Resume(r.step, r.before, r.why, rel) for r in can.restarts]
-        run.resume_count = can.restart_count
+        relaunched = [Resume(r.step, r.before, r.why, src) for r, src in relaunches(self.rows, rel)]
+        run.resumes = [*relaunched, *(Resume(r.step, r.before, r.why, rel) for r in can.restarts)][:MAX_RESUMES]
+        run.resume_count = len(relaunched) + can.restart_count
         if run.paradigm in ("policy_gradient", "distillation", "unknown"):
             turns = frame["num_turns"].max() if "num_turns" in frame.columns else None
             agentic = trainers.agentic(can.raw_keys, self.trainer, None if turns is None else float(turns))
@@ -439,3 +442,4 @@ def _kind(run: Run, declared: str | None) -> str:
     if any(t is not None for t in (run.eval_history, run.solver_scores, run.calibration_events, run.perturbations)):
         return "solver-calibration"
     return "generic"
+

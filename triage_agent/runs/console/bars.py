@@ -50,6 +50,9 @@ class Bar:
     line: int
     order: int  # which bar was seen first
     restarts: int = 0  # times its count went back (an evaluation bar restarts at every evaluation)
+    # whether it ever counted past 0 or was named a training bar: a bar drawn at 0/N with no description is often
+    # another bar's first draw (SGLang's CUDA-graph capture prints `0/67` bare, then `Capturing batches ...: 1/67`)
+    advanced: bool = False
 
 
 class Bars(Dialect):
@@ -72,7 +75,7 @@ class Bars(Dialect):
         # what a plain redraw must not hold to be read from its bytes: what another dialect reads, what clean() strips
         self.others = others
 
-    def note(self, cur: int, tot: int, lineno: int, sink: Sink) -> bool:
+    def note(self, cur: int, tot: int, lineno: int, sink: Sink, named: bool = False) -> bool:
         """Note one redraw of a bar; whether it is (as far as the log has told yet) the training bar."""
         b = self.bars.get(tot)
         if b is None:
@@ -82,19 +85,22 @@ class Bars(Dialect):
         elif cur < b.current:
             b.restarts += 1
         b.current, b.line = cur, lineno
+        b.advanced = b.advanced or cur > 0 or named
         train = self.train_bar(sink)
         return train is not None and train.total == tot
 
     def train_bar(self, sink: Sink) -> Bar | None:
         """The training bar: the one the banner's total names, else the first bar that never restarted (an
-        evaluation or generation bar restarts at each use), else the first bar."""
+        evaluation or generation bar restarts at each use), else the first bar; of the bars that counted a step."""
         if len(self.bars) < 2:  # none, or the one (steady or not): a bar redrawn at every step asks this each time
-            return next(iter(self.bars.values()), None)
+            only = next(iter(self.bars.values()), None)
+            return only if only is not None and only.advanced else None
         total = sink.train_total
         if total is not None and total in self.bars:
             return self.bars[total]
-        steady = [b for b in self.bars.values() if not b.restarts]
-        return min(steady or self.bars.values(), key=lambda b: b.order)
+        counted = [b for b in self.bars.values() if b.advanced]
+        steady = [b for b in counted if not b.restarts]
+        return min(steady or counted, key=lambda b: b.order) if counted else None
 
     def train_redraw(self, desc: str, cur: int, tot: int, rest: str, lineno: int, sink: Sink) -> bool:
         """A bar's redraw (the groups of a PROGRESS match) noted when the bar counts training steps; whether it does."""
@@ -107,7 +113,7 @@ class Bars(Dialect):
         bar_step = sink.bar_step
         if bar_step is not None and cur > bar_step:
             sink.progressed(cur)
-        if self.note(cur, tot, lineno, sink):
+        if self.note(cur, tot, lineno, sink, named=_TRAIN_BAR.search(desc) is not None):
             sink.bar(cur, tot, rest, lineno)
         return True
 

@@ -49,6 +49,11 @@ FATAL: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
      ("EngineDeadError", "EngineCore", "RPC call to")),
     (re.compile(r"ray\.exceptions\.\w+Error|RayTaskError|ActorDiedError"), "Ray task error",
      ("ray.exceptions.", "RayTaskError", "ActorDiedError")),
+    # argparse's parser.error: the launch's own command line was refused, exit 2, before any step
+    (re.compile(r"^[\w./-]+: error: argument |^[\w./-]+: error: unrecognized arguments|"
+                r"^[\w./-]+: error: the following arguments are required"),
+     "Bad command-line arguments", (": error: argument ", ": error: unrecognized arguments",
+                                    ": error: the following arguments are required")),
 ]
 _LITERALS = [lit for _p, _label, lits in FATAL for lit in lits]
 # any of them, as one pattern (a trie: 1.2 µs on a rollout line, against 1.9 for a flat alternation and ~8 for the
@@ -71,12 +76,15 @@ KINDS: list[tuple[str, re.Pattern[str]]] = [
                           r"Segmentation fault|^Killed|signal:? \d+|exitcode\s*:\s*-\d", re.I)),
     ("nonfinite", re.compile(r"NaN/inf loss|\bnan\b.*loss|loss.*\b(?:nan|inf)\b|non-finite", re.I)),
     ("config", re.compile(r"ConfigAttributeError|ConfigKeyError|MissingMandatoryValue|ValidationError|"
-                          r"unrecognized arguments|error: argument|InterpolationResolutionError", re.I)),
+                          r"unrecognized arguments|error: argument|InterpolationResolutionError|"
+                          r"Bad command-line arguments", re.I)),
 ]
 _KIND_OF = dict(KINDS)
 # a cascade's follow-on errors: when the last error is one of these, an earlier specific one is the root
 _FOLLOW_ON = re.compile(r"AssertionError|RayTaskError|ActorDiedError|RuntimeError|Ray task error|ChildFailedError|"
-                        r"ActorUnavailableError|RaySystemError", re.I)
+                        r"ActorUnavailableError|RaySystemError|"
+                        # AReaL's launcher (utils/launcher.py) on a worker that exited: the worker's error is the cause
+                        r"launcher\.JobException", re.I)
 # frames of installed packages and the standard library, not of the training code
 _LIBRARY = re.compile(r"site-packages/|dist-packages/|/lib/python\d[\d.]*/(?!site-packages)|<frozen |^<|"
                       r"^python/ray/")

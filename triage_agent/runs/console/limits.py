@@ -10,3 +10,4 @@ MAX_BARS = 64  # progress bars told apart (by their totals)
 MIN_GENERIC_ROWS = 3  # a generic line shape must recur this often to be metrics (a config print happens once)
 MAX_LOG_BYTES = 4 << 30  # a log is read up to here (noted): a larger one is a sparse file or a runaway dump
 LOG_SECONDS = 120.0  # one log's scan; past it the rest is left unread (noted), as a stalled mount never ends
+MAX_ROW_KEYS = 4096  # names kept of one console row (as the file readers' MAX_KEYS): a dialect's dicts are bounded

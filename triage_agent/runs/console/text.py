@@ -21,9 +21,15 @@ _RANK = re.compile(r"^\[((?:rank|default)\d+)\]: ?")
 RANK_BYTES = re.compile(rb"(?:^|\x1b\[[0-9;]*m)\[(?:rank|default)\d+\]:")  # the same, in a line's bytes
 
 
+# the RFC 3339 time `docker logs -t` and `kubectl logs --timestamps` put before each line of a container's output
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ")
+
+
 def clean(text: str) -> str:
-    """Strip ANSI colours, the Ray worker prefix and Ray's repeat marker."""
+    """Strip a container runtime's timestamp, ANSI colours, the Ray worker prefix and Ray's repeat marker."""
     # each substitution only where its literal is (the repeat marker's leading \s* made `re` try every space)
+    if len(text) > 20 and text[10] == "T" and text[4] == "-":
+        text = _STAMP.sub("", text, count=1)
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if text.startswith("("):

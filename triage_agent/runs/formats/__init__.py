@@ -7,6 +7,7 @@ Discovery asks each format's `sniff` in this order; loading calls the matching `
 from __future__ import annotations
 
 from triage_agent.runs.formats import (
+    by_metric,
     completions,
     console,
     llamafactory,
@@ -32,6 +33,7 @@ FORMATS: tuple[Format, ...] = (
     rollouts.FORMAT,
     verl.JSONL,
     llamafactory.FORMAT,
+    by_metric.FORMAT,
     table.FORMAT,  # any other metrics table, by content: after every named format
     console.FORMAT,  # text with training output, by content (any name, hidden or rotated)
 )

@@ -37,7 +37,13 @@ def aliases(trainer: str | None = None, paradigm: str | None = None) -> dict[str
 
 
 # eval-loss names: TRL/transformers `eval_loss`, W&B `eval/loss`, verl SFT `val/loss`
-EVAL_LOSS = ("eval_loss", "eval/loss", "val/loss", "validation/loss")
+EVAL_LOSS = ("eval_loss", "eval/loss", "val/loss", "validation/loss", "validation/val_loss", "val_loss")
+# transformers names each of several eval sets' metrics `eval_<set>_loss` (Trainer.evaluate's metric_key_prefix)
+_EVAL_SET_LOSS = re.compile(r"eval_[\w.-]{1,64}_loss")
+
+
+def is_eval_loss(key: str) -> bool:
+    return key in EVAL_LOSS or _EVAL_SET_LOSS.fullmatch(key) is not None
 _VALIDATION = [re.compile(p) for p in (r"^eval_reward$", r"^eval_.*accuracy", r"^val/test_score/", r"^val-core/",
                                        r"^validation/", r"^eval_(?!loss$|runtime$|samples_per_second$|"
                                                         r"steps_per_second$)")]
@@ -433,7 +439,7 @@ class Incremental:
 def eval_loss_series(rows: list[dict[str, Any]], keys: list[str]) -> pd.DataFrame | None:
     """Eval rows -> a frame of (`step`, `eval_loss`) from the first eval-loss name present (None when none: an
     empty frame cost ~0.1 ms, for most runs of a sweep)."""
-    pick = next((k for k in keys if k in EVAL_LOSS), None)
+    pick = next((k for k in keys if k in EVAL_LOSS), None) or next((k for k in keys if is_eval_loss(k)), None)
     if pick is None:
         return None
     pts = [(int(s), float(v)) for row in rows

@@ -34,6 +34,11 @@ _ENDED = re.compile(rb"slurmstepd: error: \*\*\* (?:JOB|STEP) \d+|DUE TO TIME LI
                     rb"torch\.distributed\.elastic\.multiprocessing\.errors\.ChildFailedError")
 # the words of a training launch that no profile owns: launchers and the algorithms' names
 _LAUNCH_WORDS = (b"GRPO", b"PPO", b"accelerate", b"torchrun", b"deepspeed", b"Running training", b"Training Progress")
+# a launch whose command line argparse refused: its usage text, then `prog: error: ...` (a training script's
+# arguments: the usage names a model or an output dir)
+_USAGE = re.compile(rb"^usage: (\S+) \[-h\].*?(?:model|output_dir|learning_rate)", re.M | re.S)
+_REFUSED = re.compile(rb"^\S+: error: (?:argument |unrecognized arguments|the following arguments are required)",
+                      re.M)
 
 
 def _metrics() -> re.Pattern[bytes]:
@@ -95,6 +100,8 @@ def sniff(path: Path, rel: str) -> bool:
     if b"\x00" in data[:4096]:
         return False  # binary
     if _metrics().search(data) or _ENDED.search(data) or _recurring_metrics(data):
+        return True
+    if _REFUSED.search(data) and _USAGE.search(data[:SNIFF_BYTES]):
         return True
     # a crash counts only beside a trainer's name, and never in Markdown prose
     return suffix != ".md" and bool(_CRASH.search(data) and _trainer().search(data))

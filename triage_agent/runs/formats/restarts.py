@@ -8,9 +8,14 @@ logged twice counts only when the run's training series (`trained`: its reward o
 
 from __future__ import annotations
 
+import posixpath
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from triage_agent.runs.formats.base import Columns
 
 MAX_RESTARTS = 16  # kept per file; the count says how many there were
 # a kind of restart on more than this share of the rows is how the file is written, not a resume: several rows per
@@ -60,3 +65,37 @@ def find(steps: np.ndarray, trained: np.ndarray, epochs: np.ndarray | None) -> t
             why = f"the epoch counter went back from {e[i]:.4g} to {e[i + 1]:.4g} at step {step}"
         out.append(Restart(step, before, why))
     return out, len(hits)
+
+
+_EVENT_FILE = re.compile(r"events\.out\.tfevents\.(\d+)\.")
+
+
+def _steps_of(rows: list[dict[str, Any]] | Columns) -> tuple[int, int] | None:
+    """(first, furthest) step of a source's rows, None when it has none."""
+    if isinstance(rows, Columns):
+        got = rows.values.get("step")
+        steps = got[rows.present["step"]] if got is not None else np.array([])
+    else:
+        steps = np.array([float(r["step"]) for r in rows if isinstance(r.get("step"), (int, float))])
+    return (int(steps[0]), int(steps.max())) if len(steps) else None
+
+
+def relaunches(sources: list[tuple[str, list[dict[str, Any]] | Columns]], chosen: str) -> list[tuple[Restart, str]]:
+    """TensorBoard writes one event file per launch (its name holds the launch's time): the chosen source's sibling
+    event files, in that order, whose first step is at or below the furthest step an earlier one logged are launches
+    that started again (a relaunch into the same log dir, which no one file shows), each with its file."""
+    folder = posixpath.dirname(chosen)
+    files = sorted(((int(m.group(1)), rel, rows) for rel, rows in sources
+                    if posixpath.dirname(rel) == folder and (m := _EVENT_FILE.match(posixpath.basename(rel)))),
+                   key=lambda t: (t[0], t[1]))
+    out: list[tuple[Restart, str]] = []
+    furthest: int | None = None
+    for _stamp, rel, rows in files:
+        span = _steps_of(rows)
+        if span is None:
+            continue
+        if furthest is not None and span[0] <= furthest and len(out) < MAX_RESTARTS:
+            out.append((Restart(span[0], furthest, f"{posixpath.basename(rel)} starts again at step {span[0]} after "
+                                                   f"an earlier launch's event file reached step {furthest}"), rel))
+        furthest = span[1] if furthest is None else max(furthest, span[1])
+    return out

@@ -145,8 +145,11 @@ def paradigm_hints(trainer: str | None = None) -> tuple[tuple[re.Pattern[str], s
     out: list[tuple[re.Pattern[str], str]] = []
     if own is not None:
         out += [(glob(form), par) for n, par in own.paradigm_names.items() for form in dict.fromkeys((n, _bare(n)))]
+    # ... but never a name the run's own trainer defines: slime's `train/kl_loss` is its reference KL, whatever
+    # NeMo-RL's distillation logs under the same name
     out += [(glob(n), next(iter(ps))) for n, ps in votes.items()
-            if len(ps) == 1 and not _is_glob(n) and (own is None or n not in own.paradigm_names)]
+            if len(ps) == 1 and not _is_glob(n) and (own is None or (
+                n not in own.paradigm_names and own.series(n) is None and own.raw_reason(n) is None))]
     return tuple(out)
 
 

@@ -8,6 +8,11 @@ scope is `ppo_actor` (`ppo_actor/update/...` for the loss function's statistics)
 TensorBoard and prints them as a table after `Epoch e/E Step s/S Train step g/G done.`.
 """
 
+import re
+from typing import Any
+
+from triage_agent.runs import values
+from triage_agent.runs.console.dialect import Dialect, Line, Sink
 from triage_agent.runs.trainers.profile import Profile, Source
 
 _FILES = (
@@ -102,6 +107,8 @@ PROFILE = Profile(
         "dpo-eval/*/avg": "held-out pair statistics", "rw-eval/*/avg": "held-out pair statistics",
     },
     banners=("(AReaL)", "StatsLogger", "RLTrainer"),
+    # its loggers' own names (utils/logging.py prints `<time> <name> INFO:`) and its package path
+    detect=(r"StatsLogger INFO", r"\bAReaL\b", r"\bareal\.(?:utils|trainer|engine|api)\b"),
     files=("merged.log",),
     config_keys=("total_train_epochs", "total_train_n_seqs", "ppo_n_minibatches", "recompute_logprob",
                  "use_decoupled_loss", "prox_logp_method", "max_head_offpolicyness", "log_agent_stats_keys"),
@@ -110,9 +117,71 @@ PROFILE = Profile(
     plan_lines=(r"Train step \d+/(?P<total>\d+) done",),
     paradigm_names={
         "ppo_actor/**": "policy_gradient", "ppo_critic/**": "policy_gradient",
+        # the GRPO actor's scope in the 2025 releases (a real log at inclusionAI/AReaL 9dcd3de, batch E)
+        "grpo_actor/**": "policy_gradient",
         "sft/**": "sft", "sft-eval/**": "sft",
         "dpo/**": "preference", "dpo-eval/**": "preference",
         "rw/**": "reward_model", "rw-eval/**": "reward_model",
     },
     agentic_names=("rollout/num_turns",),
 )
+
+
+# -- console ----------------------------------------------------------------------------------------------------
+# utils/stats_logger.py prints each step's stats with tabulate's fancy_grid after its `Train step g/G done.` line:
+# rows of several `│ name │ value │` pairs, `╘` closing the table
+_DONE = re.compile(r"Train step (?P<step>\d+)/\d+ done\.")
+_CELL_SPLIT = "│"
+
+
+class StatsTables(Dialect):
+    """The stats table after each `Train step g/G done.`: one row per table, stepped by g."""
+
+    order = 46
+    name = "areal tables"
+    trainer = "areal"
+    markers = (b"Train step ",)
+    supersedes = ("generic lines",)
+    sniff = rb"StatsLogger INFO: Epoch \d+/\d+ Step \d+/\d+ Train step \d+/\d+ done"
+    examples = ("20251123-17:23:03.392 StatsLogger INFO: Epoch 1/1 Step 1/50 Train step 1/50 done.",)
+
+    def __init__(self) -> None:
+        self.row: dict[str, Any] | None = None
+        self.step = 0
+        self.start = 0
+
+    @property
+    def open(self) -> bool:
+        return self.row is not None
+
+    def read(self, line: Line, sink: Sink) -> bool:
+        text = line.text.strip()
+        if self.row is not None:
+            if text.startswith("╘"):
+                self._emit(sink)
+            elif text.startswith(_CELL_SPLIT):
+                self._cells(text)
+            elif not text.startswith(("╒", "├", "╞")) and "StatsLogger" not in text:
+                self._emit(sink)  # the table ended without its bottom line: what it held is the step's
+                return False
+            return True
+        if "Train step " in text and (m := _DONE.search(text)):
+            self.row, self.step, self.start = {}, int(m.group("step")), line.lineno
+            return True
+        return False
+
+    def _cells(self, text: str) -> None:
+        cells = [c.strip() for c in text.strip(_CELL_SPLIT).split(_CELL_SPLIT)]
+        for key, raw in zip(cells[::2], cells[1::2]):
+            v = values.parse(raw)
+            if key and v is not None and self.row is not None:
+                self.row[key] = v
+
+    def _emit(self, sink: Sink) -> None:
+        row, self.row = self.row or {}, None
+        if row:
+            row["step"] = self.step
+            sink.add_row(row, self.start, self.name)
+
+    def flush(self, sink: Sink) -> None:
+        self._emit(sink)

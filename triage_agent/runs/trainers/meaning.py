@@ -98,6 +98,8 @@ def _kl(toks: set[str]) -> str | None:
     """The KL series a name means: rollout/trainer mismatch, teacher, one update's, or the reference's."""
     if not (any(_KL.match(t) for t in toks) or toks & {"divergence", "approxkl", "policykl"}) or toks & _SETTING:
         return None
+    if toks & {"reward", "rewards"}:
+        return None  # a KL penalty paid as reward (AReaL's kl_rewards: -kl_ctl x the estimate), not the KL
     if toks & _MISMATCH:
         return "is_ratio"
     if toks & {"teacher", "student", "distill", "distillation", "opd", "kd"}:
@@ -148,7 +150,7 @@ _REWARD = {"reward", "rewards", "score", "scores", "return", "returns"}
 
 
 def _reward(toks: set[str]) -> str | None:
-    if not toks & _REWARD or _any(toks, "success") or toks & {"advantage", "advantages", "filtered", "num", "count", "center", "loss",
+    if not toks & _REWARD or _any(toks, "success") or any(_KL.match(t) for t in toks) or toks & {"advantage", "advantages", "filtered", "num", "count", "center", "loss",
                                      "low", "high", "length", "len"}:
         return None
     if toks & {"verifiable", "correctness"}:  # a task reward alone is the reward (AReaL task_reward)
@@ -163,7 +165,8 @@ def _concept(toks: set[str]) -> str | None:
     found = _pair(toks) or _kl(toks) or ("is_ratio" if _mismatch(toks) else None)
     found = found or next((series for series, holds in _RULES if holds(toks)), None) or _reward(toks)
     if found is None and (_any(toks, "acc", "success", "correct", "solved") or "pass" in toks):
-        found = "pass_rate" if not toks & {"proj", "token"} else None
+        # not an optimiser step's flag (AReaL's update_successful)
+        found = "pass_rate" if not toks & {"proj", "token", "update", "optimizer", "step"} else None
     if found is None and toks & {"kd", "distill", "distillation"} and _any(toks, "loss"):
         found = "teacher_kl"  # a distillation loss is the KL (or cross-entropy) to the teacher
     if found is None and (_any(toks, "loss") or "nll" in toks) and not toks & (_SETTING | _OTHER_MODEL | {"tokens", "num"}):

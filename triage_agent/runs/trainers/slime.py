@@ -13,6 +13,12 @@ mismatch. `rollout/rewards` are the group-normalised rewards GRPO trains on (mea
 reward function's score, the batch reward.
 """
 
+import re
+from typing import Any
+
+from triage_agent.runs.console.dialect import Dialect, Line, Sink
+from triage_agent.runs.console.limits import MAX_ROW_KEYS as MAX_KEYS
+from triage_agent.runs.console.transformers import parse_dict_line
 from triage_agent.runs.trainers.profile import Profile, Source
 
 _FILES = (
@@ -106,3 +112,66 @@ PROFILE = Profile(
     },
     agentic_names=("multi_turn/multi_turn_metric/round_number_mean", "multi_turn/multi_turn_metric/round_number_max"),
 )
+
+
+# -- console ----------------------------------------------------------------------------------------------------
+# `logger.info(f"rollout {rollout_id}: {log_dict}")` (and `perf`, `eval`) before the rollout's train steps, then
+# `step {n}: {loss dict}` for each of them (printed twice when two loggers run: log_utils and model.py). The run's
+# step is the rollout: its plan is num_rollout, W&B logs rollout metrics at the rollout id
+_LINE = re.compile(r" - (?P<kind>rollout|perf|step) (?P<n>\d{1,9}): (?P<d>\{.*\})\s*$")
+
+
+class RolloutLines(Dialect):
+    """One row per rollout: its `rollout`/`perf` dicts, given at its line (so a crash in its first update falls
+    after it), with the mean of its train steps' `step` dicts merged in at the end."""
+
+    order = 44
+    name = "slime rollouts"
+    trainer = "slime"
+    markers = (b" - rollout ", b" - perf ", b" - step ")
+    supersedes = ("generic lines",)
+    sniff = rb" - (?:rollout|step) \d+: \{'(?:rollout|train)/"
+    examples = ("[2026-04-04 07:39:09] log_utils.py:53 - rollout 0: {'rollout/response_lengths': 8159.1, "
+                "'rollout/truncated': 0.953, 'rollout/raw_reward': 0.0625}",
+                "[2026-04-04 07:42:32] log_utils.py:443 - step 0: {'train/loss': -0.011, 'train/grad_norm': 0.19, "
+                "'train/step': 0}")
+
+    def __init__(self) -> None:
+        self.rollout: int | None = None
+        self.steps: set[int] = set()  # train steps read (each is printed once per logger)
+        # per rollout: key -> (sum, count) of its train steps' values (bounded: MAX_KEYS keys a rollout)
+        self.sums: dict[int, dict[str, tuple[float, int]]] = {}
+        self.extra: dict[int, dict[str, Any]] = {}  # per rollout: its perf dict
+
+    def read(self, line: Line, sink: Sink) -> bool:
+        m = _LINE.search(line.text)
+        if m is None:
+            return False
+        got = parse_dict_line(m.group("d"))
+        if not got:
+            return True  # printed, but no numbers: nothing to keep
+        kind, n = m.group("kind"), int(m.group("n"))
+        if kind == "step":
+            if n not in self.steps and self.rollout is not None:
+                self.steps.add(n)
+                sums = self.sums.setdefault(self.rollout, {})
+                for k, v in got.items():
+                    if isinstance(v, (int, float)) and (k in sums or len(sums) < MAX_KEYS):
+                        total, count = sums.get(k, (0.0, 0))
+                        sums[k] = (total + float(v), count + 1)
+            return True
+        if kind == "rollout" and n != self.rollout:
+            self.rollout = n
+            sink.add_row({**got, "step": n}, line.lineno, self.name)
+        elif self.rollout is not None:  # its perf dict, or a second print of its rollout dict: merged at the end
+            extra = self.extra.setdefault(self.rollout, {})
+            extra.update(list(got.items())[:max(0, MAX_KEYS - len(extra))])
+        return True
+
+    def flush(self, sink: Sink) -> None:
+        if not self.sums and not self.extra:
+            return
+        merged = {r: {k: t / c for k, (t, c) in sums.items()} for r, sums in self.sums.items()}
+        for r, extra in self.extra.items():
+            merged[r] = {**extra, **merged.get(r, {})}
+        sink.restep(lambda row: {**row, **merged.get(int(row["step"]), {})})

@@ -154,7 +154,8 @@ PROFILE = Profile(
     agentic_names=("num_turns/*", "tool_call_counts/*", "timing_s/agent_loop/tool_calls/*", "val-aux/num_turns/*",
                    "training/num_turns/*"),
     # a log's head: its config dump, its Ray task runner, its package name (first on a line that names several)
-    detect=(r"actor_rollout_ref", r"verl\.trainer", r"TaskRunner", r"\bverl\b"),
+    # `(TaskRunner pid=...)`: its Ray actor's prefix, never AReaL's `AsyncTaskRunner`
+    detect=(r"actor_rollout_ref", r"verl\.trainer", r"\bTaskRunner\b", r"\bverl\b"),
     rank=1,
     # ray_trainer.fit after the last step
     done_lines=(r"Final validation metrics",),

@@ -1,0 +1,57 @@
+"""JSON documents keyed by metric, then by step: `{"train/loss": {"1": 0.54, "2": 0.51}, ...}`. NeMo-RL's test
+suites dump a run's TensorBoard scalars this way (`tests/json_dump_tb_logs.py` writes `metrics.json`, which its
+`check_metrics.py` reads); pandas writes a metrics frame so with `to_json(orient="columns")`.
+
+Bounds: the file through safejson (MAX_BYTES, nesting); at most MAX_KEYS metric names (the rest counted and
+said); a step is a whole number written as a string, anything else in its place is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from triage_agent import safejson
+from triage_agent.runs.formats.base import MAX_KEYS, Format, FormatRead, head_bytes, number
+from triage_agent.runs.model import ParseError
+
+# `{ "name": { "12":` at the head: a metric name, then a mapping whose first key is a step
+_HEAD = re.compile(rb'\A\s*\{\s*"[^"\n]{1,300}"\s*:\s*\{\s*"-?\d{1,12}"\s*:')
+_STEP = re.compile(r"-?\d{1,12}")
+
+
+def _sniff(path: Path, rel: str) -> bool:
+    return path.suffix.lower() == ".json" and _HEAD.match(head_bytes(path, 4096)) is not None
+
+
+def _read(path: Path, rel: str) -> FormatRead:
+    got = FormatRead()
+    try:
+        doc = safejson.load_file(path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        got.errors.append(ParseError(rel, None, f"unreadable metrics document: {exc}"))
+        return got
+    if not isinstance(doc, dict):
+        got.errors.append(ParseError(rel, None, "not a mapping of metric names to their steps"))
+        return got
+    by_step: dict[int, dict[str, Any]] = {}
+    names = [k for k, v in doc.items() if isinstance(v, dict) and k != "step"]
+    if len(names) > MAX_KEYS:
+        got.notes.append(f"{rel}: {len(names) - MAX_KEYS} metric names past the first {MAX_KEYS} were left out")
+    odd = 0
+    for name in names[:MAX_KEYS]:
+        for key, value in doc[name].items():
+            n = number(value)
+            if not isinstance(key, str) or _STEP.fullmatch(key) is None or n is None:
+                odd += value is not None
+                continue
+            by_step.setdefault(int(key), {})[name] = n
+    if odd:
+        got.notes.append(f"{rel}: {odd} entries were no step and number, skipped")
+    got.rows = [{"step": s, **by_step[s]} for s in sorted(by_step)]
+    return got
+
+
+FORMAT = Format("metrics_by_name_json", _sniff, _read)
