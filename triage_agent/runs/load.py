@@ -9,11 +9,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from triage_agent import bounded, safejson
+from triage_agent import bounded, lazy, safejson
 from triage_agent.errors import BadInput
 from triage_agent.runs import discover as disc
 from triage_agent.runs import gold, paradigm, remote, round_names, sweep, trainers
@@ -33,6 +31,11 @@ from triage_agent.runs.formats.canonical import (
 from triage_agent.runs.frames import frame_of
 from triage_agent.runs.model import ConfigValue, ParseError, Resume, Round, Run, SourceFile, Table, Unread
 from triage_agent.runs.tables import normalize, read_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
 
 KINDS = ("selector-generator", "solver-calibration", "generic")
 # a file whose rows fold onto fewer than this share of distinct steps has lost rows (data.unread); a resumed run
