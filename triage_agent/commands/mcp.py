@@ -445,7 +445,6 @@ async def _serve_after(server: Any, first: bytes, answered: int | str | None) ->
             low = server._lowlevel_server
             async with session_out:
                 await low.run(session_in, session_out, low.create_initialization_options())
-            tg.cancel_scope.cancel()
 
 
 def serve_http(roots: list[Path], allow_write: bool, address: str, allow_remote: bool, token: str | None,
