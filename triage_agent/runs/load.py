@@ -72,7 +72,11 @@ def planned_from_progress(rows: list[dict[str, Any]] | Columns, rel: str, step_k
     then (s + 1) / f - 1)."""
     if isinstance(rows, Columns):
         rows = rows.rows([k for k in trainers.progress_fields() if k in rows.values])
-    for key in trainers.progress_fields():
+    # the fields some row holds, by one pass in C over the rows' keys: most logs log none of them, and a watch pass
+    # asks again of all the rows of a log that grows (a Python test of each row for each field was 25 ms a pass
+    # at 11,000 rows)
+    held = set().union(*rows) if rows else set()
+    for key in (k for k in trainers.progress_fields() if k in held):
         logged = [(r[step_key], r[key]) for r in rows if isinstance(r.get(key), (int, float))
                   and isinstance(r.get(step_key), (int, float))]
         if not logged:
