@@ -16,11 +16,15 @@ from triage_agent.runs.formats import trl
 from triage_agent.runs.formats.base import Columns
 
 
-@pytest.fixture(autouse=True, params=["entry spans", "whole document"])
+@pytest.fixture(autouse=True, params=["entry spans", "whole document", "streamed"])
 def path_taken(request, monkeypatch):
-    """Every test here on both of the reader's paths: the entry spans (big files) and the whole document
-    (a file under trl.WHOLE_BELOW that parses whole)."""
-    monkeypatch.setattr(trl, "WHOLE_BELOW", 0 if request.param == "entry spans" else 1 << 40)
+    """Every test here on each of the reader's paths: the entry spans (big files), the whole document (a file
+    under trl.WHOLE_BELOW that parses whole), and the stream (a file over trl.STREAM_ABOVE, read a window at a
+    time: windows of a few hundred bytes here, so entries are cut by their edges)."""
+    monkeypatch.setattr(trl, "WHOLE_BELOW", 1 << 40 if request.param == "whole document" else 0)
+    if request.param == "streamed":
+        monkeypatch.setattr(trl, "STREAM_ABOVE", -1)
+        monkeypatch.setattr(trl, "STREAM_WINDOW", 397)
     return request.param
 
 
@@ -237,3 +241,50 @@ def test_an_empty_wandb_history_is_no_error(tmp_path):
     path.write_text("")
     cols, errors = wandb.read_history(path, "h")
     assert (cols.n, errors) == (0, [])
+
+
+def test_a_state_past_the_one_file_read_limit_is_streamed_not_refused(tmp_path, monkeypatch, path_taken):
+    """The Trainer's indented layout past the one-file limit: read a window at a time, every row as the standard
+    library reads the document, a bad entry located at its line (issue 40: a 1,000,000-row state, 537 MB, was
+    refused after 6.9 s and the run had no metrics)."""
+    from triage_agent import safejson
+
+    if path_taken != "streamed":
+        return
+    doc = document(history(3000))
+    text = json.dumps(doc, indent=2).replace('"loss": 0.1,', f'"loss": {"9" * 5000},', 1)  # the 10th row's
+    path = tmp_path / "trainer_state.json"
+    path.write_text(text)
+    monkeypatch.setattr(safejson, "MAX_BYTES", 1000)  # far below the file: the whole-file read refuses it
+    cols, evals, header, errors = trl.read_trainer_state(path, "s")
+    train, want_evals, _ = reference(doc)
+    (err,) = errors
+    assert text.splitlines()[err.line - 1].strip() == "{" and err.line < text[:text.index("9" * 5000)].count("\n") + 1
+    assert same_columns(cols, Columns.from_rows([r for r in train if r["step"] != 10]))
+    assert evals == want_evals and header["max_steps"] == 200 and header["_summary"] is True
+
+
+def test_streaming_holds_a_window_not_the_file(tmp_path, monkeypatch, path_taken):
+    """The memory a streamed read allocates at its peak (tracemalloc: bytes, lists, dicts, NumPy arrays, orjson's
+    own) is a few windows, a parse batch and the columns, not the file: a file four times larger peaks no higher
+    than a fifth more (the columns grow with the rows)."""
+    import tracemalloc
+
+    if path_taken != "streamed":
+        return
+    monkeypatch.setattr(trl, "STREAM_WINDOW", 256 << 10)
+    peaks, sizes = [], []
+    for n in (6000, 24000):
+        rows = [{"loss": 1 / s, "reward": s / 7, "step": s, "prompt": f"{s} " + "x" * 500} for s in range(1, n + 1)]
+        path = tmp_path / f"trainer_state_{n}.json"
+        path.write_text(json.dumps(document(rows), indent=2))
+        del rows
+        tracemalloc.start()
+        try:
+            cols, _, _, errors = trl.read_trainer_state(path, "s")
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        sizes.append(path.stat().st_size)
+        assert errors == [] and cols.n == n and cols.values["reward"][6] == 1.0
+    assert sizes[1] > 3.9 * sizes[0] and peaks[1] < 1.2 * peaks[0], (peaks, sizes)

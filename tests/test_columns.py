@@ -115,7 +115,7 @@ def test_frame_of_takes_the_fast_path_on_this_pandas():
     this fails, so that the fallback's cost (~0.2 ms a small run) is a decision, not a surprise."""
     from triage_agent.runs import frames
 
-    assert frames._FAST is not None
+    assert frames._fast() is not None
 
 
 @settings(max_examples=300, deadline=None)

@@ -318,3 +318,35 @@ def test_the_gate_patterns_are_their_literals_substring_tests():
             assert not gate(m[:-1]), m
     for lit in (lit for _p, _label, lits in FATAL for lit in lits):
         assert FATAL_ANY.search("x " + lit + " y") and not FATAL_ANY.search(lit[:-1])
+
+
+def test_the_skip_gate_holds_every_text_the_skip_pattern_matches():
+    """skips._could_skip (two p's in a row, either case) before the case-blind _SKIP: every branch of _SKIP holds
+    `skipp`, and under `(?i)` only `p` and `P` match a `p` (checked here over every code point), so no text _SKIP
+    matches is gated out; held on the dialect's own examples and on texts made of the pattern's pieces."""
+    import random
+    import re
+    import sys
+
+    from triage_agent.runs.console.skips import _SKIP, SkippedSteps, _could_skip
+
+    assert [chr(x) for x in range(sys.maxunicode + 1) if re.fullmatch("(?i)p", chr(x))] == ["P", "p"]
+    branches, depth, start, source = [], 0, 0, _SKIP.pattern.removeprefix("(?i)")
+    for i, ch in enumerate(source):  # the pattern's top-level branches (no escaped parenthesis in it)
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "|" and depth == 0:
+            branches.append(source[start:i])
+            start = i + 1
+    branches.append(source[start:])
+    assert len(branches) == 4 and all("skipp" in b for b in branches), branches
+    pieces = ["overflow", "Overflow", "OVERFLOW", "skipping", "SKIPPED", "ſkipp", "ſKİPp", "skipped", "step", "update",
+              "batch 14, ", "batch ", "the ", "this ", "optimizer ", "training ", "p", "P", " ", ".", "x", "\u212a", "ı"]
+    rng = random.Random(40)
+    texts = [*SkippedSteps.examples, *("".join(rng.choice(pieces) for _ in range(rng.randint(0, 9)))
+                                       for _ in range(20000))]
+    matched = 0
+    for text in texts:
+        if _SKIP.search(text):
+            matched += 1
+            assert _could_skip(text), text
+    assert matched > 200  # the generated texts reach the pattern's branches (353 with this seed)

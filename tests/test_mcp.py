@@ -337,3 +337,44 @@ def test_compare_runs_over_mcp_and_list_runs_splits_like_inspect():
     assert got["findings"]["only_in"][1]["ids"] == ["policy.entropy_collapse"]
     runs = json.loads(text(call(server, "list_runs", {"run": "."})))
     assert runs["total"] == sum(1 for p in SAMPLES.iterdir() if p.is_dir())  # one per sample run folder
+
+
+def _initialize_over_stdio(first: list[str], version: str) -> dict:
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    proc = subprocess.run([sys.executable, "-m", "triage_agent", "mcp", "--root", str(SAMPLES)],
+                          input="\n".join([*first, json.dumps(init)]) + "\n", capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    replies = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [*range(len(first)), 1][-len(replies):] and len(replies) == len(first) + 1
+    return replies[-1]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25", "2099-01-01"])
+def test_initialize_answered_early_is_the_sdk_s_own_answer(version):
+    """The first `initialize` is answered before the SDK is imported; after a ping it is the SDK's session that
+    answers it. Both answers are the same, for each revision (an unknown one: the SDK's answer both times)."""
+    early = _initialize_over_stdio([], version)
+    sdk = _initialize_over_stdio(['{"jsonrpc": "2.0", "id": 0, "method": "ping"}'], version)
+    assert early == sdk
+    assert early["result"]["serverInfo"]["name"] == "triage"
+
+
+def test_the_early_revisions_are_the_sdk_s_handshake_revisions():
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from triage_agent.commands.mcp import EARLY_VERSIONS
+
+    assert set(EARLY_VERSIONS) <= set(HANDSHAKE_PROTOCOL_VERSIONS)
+
+
+def test_a_first_line_that_is_not_initialize_is_left_to_the_sdk():
+    from triage_agent.commands.mcp import early_initialize
+
+    ok = {"jsonrpc": "2.0", "id": 3, "method": "initialize",
+          "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    assert early_initialize(json.dumps(ok).encode()) is not None
+    for bad in (b"", b"{", b"[]", json.dumps({**ok, "method": "ping"}).encode(), json.dumps({**ok, "id": True}).encode(),
+                json.dumps({**ok, "params": {**ok["params"], "clientInfo": {"name": 1, "version": "1"}}}).encode(),
+                json.dumps({**ok, "params": {**ok["params"], "protocolVersion": "2099-01-01"}}).encode()):
+        assert early_initialize(bad) is None, bad

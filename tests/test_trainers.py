@@ -220,3 +220,28 @@ def test_real_runs(name):
     if name.startswith("trl"):
         assert rep.run.metrics.frame["clipped_share"].iloc[-1] == 1.0
     json.dumps([f.evidence for f in rep.findings])
+
+
+def test_known_names_are_the_one_alternation_they_replace():
+    """trainers.known: exact names in a set and globs one by one, held to the single regex alternation of every
+    name's glob it replaced (issue 40), on every profile's names, their prefix-stripped forms and near misses."""
+    import re
+
+    from triage_agent.runs import trainers
+    from triage_agent.runs.trainers.profile import glob
+
+    T = trainers
+    for trainer in (None, *(p.name for p in T.profiles())):
+        own = T.by_name(trainer)
+        mine = (*own.names, *own.raw) if own is not None else ()
+        mapped = [n for p in T.profiles() for n, s in p.names.items()
+                  if not T._is_glob(n) or (s not in T._NOT_ALIASED and s not in T.PREFERENCE_SERIES)]
+        pats = sorted({glob(form).pattern for n in (*mine, *mapped) for form in (n, T._bare(n))})
+        pattern = re.compile("|".join(f"(?:{x})" for x in pats) or r"(?!)")
+        got = T.known(trainer)
+        names = {n for p in T.profiles() for n in p.names} | set(mine)
+        names |= {n + "x" for n in sorted(names)[:300]} | {"x/" + n for n in sorted(names)[:300]}
+        names |= {T._bare(n) for n in list(names)}
+        names |= {"reward/mean", "train/reward_std", "eval/loss", "a/b/c", "", "*", "{x}", "actor/pg_loss"}
+        for n in names:
+            assert got.fullmatch(n) == bool(pattern.fullmatch(n)), (trainer, n)

@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import cli
 from triage_agent.analysis import degenerate
@@ -439,3 +441,29 @@ def test_printed_samples_are_judged_and_a_block_without_an_end_closes(make_run):
     steps = "".join(f"step:{s} - critic/score/mean:0.5\n" for s in range(1, 31))
     rep = inspect(make_run({"verl_demo.log": block + steps}))
     assert rep.run.logs[0].last_step == 30 and len(rep.run.logs[0].samples) == 1
+
+
+def _kind_by_list(text: str) -> str | None:
+    """degenerate.kind as it was written before issue 40: the non-blank characters listed, then counted."""
+    from collections import Counter
+
+    t = text[:degenerate.MAX_CHARS].strip()
+    if not t:
+        return None
+    if not any(c.isalnum() for c in t) or (len(t) >= degenerate.LETTERLESS_CHARS and not any(c.isalpha() for c in t)):
+        return "no letters"
+    chars = [c for c in t if not c.isspace()]
+    top, n = Counter(chars).most_common(1)[0]
+    if not top.isalnum() and n >= degenerate.SYMBOL_SHARE * len(chars) and n >= 8:
+        return "symbol"
+    if degenerate.rep4(t) >= degenerate.REP4:
+        return "loop"
+    return None
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(["!", "?", "_", " ", "\n", "\t", "\u2003", "a", "7", "é", "word ", "!!!!!!!!", "? ? ",
+                                 "the cat sat down ", "\u00a0", "."]), max_size=120))
+def test_degenerate_kind_counts_as_the_listing_did(parts):
+    text = "".join(parts)
+    assert degenerate.kind(text) == _kind_by_list(text)

@@ -6,18 +6,22 @@ The first run is the reference: differences and the step where curves part are m
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from triage_agent import before_after, redact
+from triage_agent import before_after, lazy, redact
 from triage_agent.analysis import compare as cmp
 from triage_agent.analysis.trends import Series, SeriesSummary, summarize
 from triage_agent.before_after import BeforeAfter
 from triage_agent.findings.facts import Facts
 from triage_agent.numbers import sent
 from triage_agent.runs.trainers import SERIES
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
 
 SCHEMA = "triage.compare/v1"
 

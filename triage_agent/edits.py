@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from triage_agent import lazy
 from triage_agent.runs.configs import flatten, parse_config_text
+
+if TYPE_CHECKING:
+    import yaml
+else:
+    yaml = lazy.module("yaml")
 
 
 class EditError(ValueError):

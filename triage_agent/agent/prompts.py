@@ -9,6 +9,7 @@ an `ask` or `chat` answer, derived the same way) are always available.
 
 from __future__ import annotations
 
+import re
 import sys
 from functools import cache
 from importlib import resources
@@ -43,7 +44,14 @@ def names() -> list[str]:
 
 def render(name: str, **values: str) -> str:
     """The prompt with its `$placeholders` filled; a placeholder without a value raises KeyError."""
-    from triage_agent.agent import contract
+    text = load(name)
+    derived: dict[str, str] = {}
+    if _names_any(text, ("contract", "changes")):  # the answer contract's examples need pydantic: made when used
+        from triage_agent.agent import contract
 
-    derived = {"contract": contract.example(contract.Answer), "changes": contract.example(contract.Changes)}
-    return Template(load(name)).substitute({**derived, **values})
+        derived = {"contract": contract.example(contract.Answer), "changes": contract.example(contract.Changes)}
+    return Template(text).substitute({**derived, **values})
+
+
+def _names_any(text: str, names: tuple[str, ...]) -> bool:
+    return any(re.search(rf"\$(?:{n}\b|\{{{n}\}})", text) for n in names)

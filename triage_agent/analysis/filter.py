@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
+from triage_agent import lazy
 from triage_agent.analysis.stats import histogram
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
 
 
 @dataclass(frozen=True)

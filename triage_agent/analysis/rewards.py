@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
+from triage_agent import lazy
 from triage_agent.analysis.stats import curve_steps, downsample, head, histogram, spearman, swing_ratio, tail
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
 
 NON_COMPONENTS = {"step", "total", "__line__", "reward", "accuracy", "epoch", "round", "qid", "sample_id"}
 

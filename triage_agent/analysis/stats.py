@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
-import pandas as pd
 
+from triage_agent import lazy
 from triage_agent.numbers import rounded
 
-ArrayLike = Sequence[float] | np.ndarray | pd.Series
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
+
+# a string: the alias is for type checking, and naming pd.Series here would import pandas with this module
+ArrayLike: TypeAlias = "Sequence[float] | np.ndarray | pd.Series"
 
 
 def _arr(x: ArrayLike) -> np.ndarray:

@@ -11,10 +11,10 @@ import argparse
 import importlib
 import pkgutil
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from triage_agent import __version__
-from triage_agent.cli.base import Command, literal, progress, spinner, width
+from triage_agent.cli.base import Command, OnUse, literal, progress, spinner, width
 from triage_agent.errors import TriageError
 
 if TYPE_CHECKING:
@@ -26,27 +26,54 @@ __all__ = ["COMMANDS", "Command", "main", "parser", "progress", "spinner"]
 def _commands() -> tuple[Command, ...]:
     found = []
     for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        command = getattr(module, "COMMAND", None)
-        if isinstance(command, Command):
+        command = _command_of(info.name)
+        if command is not None:
             found.append(command)
     return tuple(sorted(found, key=lambda c: (c.order, c.name)))
 
 
-COMMANDS: tuple[Command, ...] = _commands()
+def _command_of(module_name: str) -> Command | None:
+    command = getattr(importlib.import_module(f"{__name__}.{module_name}"), "COMMAND", None)
+    return command if isinstance(command, Command) else None
 
 
-def parser() -> argparse.ArgumentParser:
+def __getattr__(name: str) -> Any:
+    # COMMANDS, made on first use: a command line naming one command imports that command's module alone
+    if name == "COMMANDS":
+        got = globals()["COMMANDS"] = _commands()
+        return got
+    raise AttributeError(name)
+
+
+def _registry() -> tuple[Command, ...]:
+    got: tuple[Command, ...] | None = globals().get("COMMANDS")
+    if got is None:
+        got = _commands()
+        globals()["COMMANDS"] = got
+    return got
+
+
+def _named(argv: Sequence[str]) -> tuple[Command, ...] | None:
+    """The one command `argv` names by its module's name, when the registry was not made (or changed) already."""
+    if "COMMANDS" in globals() or not argv or argv[0].startswith("-"):
+        return None
+    if argv[0] not in {info.name for info in pkgutil.iter_modules(__path__)}:
+        return None
+    command = _command_of(argv[0])
+    return (command,) if command is not None and command.name == argv[0] else None
+
+
+def parser(commands: tuple[Command, ...] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="triage", description="Diagnose failing RL fine-tuning runs.")
     p.add_argument("--version", action="version", version=f"triage {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for c in COMMANDS:
+    for c in commands or _registry():
         sp = sub.add_parser(c.name, help=c.summary, description=c.description, epilog=c.example,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         sp.add_argument("--width", type=width, metavar="N",
                         help="lay text out N columns wide (default: the terminal's width, 80 when piped)")
         c.arguments(sp)
-        sp.set_defaults(func=c.run)
+        sp.set_defaults(func=c.run, command_of=c)
     return p
 
 
@@ -54,7 +81,10 @@ _parser = parser  # the name the tests knew
 
 
 def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stderr: Console | None = None) -> int:
-    p = parser()
+    import sys
+
+    # a command line naming a command parses with that command alone (its help, usage and errors are the same)
+    p = parser(_named(list(sys.argv[1:] if argv is None else argv)))
     args, unknown = p.parse_known_args(argv)
     if unknown:
         # the subcommand's own usage, not the top-level one: that is where the flag was meant to go
@@ -73,16 +103,16 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
     # numpy's overflow and invalid-value warnings on hostile numbers (1e308 + 1e308) are not for the user:
     # every analysis treats non-finite values itself
     warnings.simplefilter("ignore", RuntimeWarning)
-    from rich.console import Console
-
     cols = getattr(args, "width", None)
-    out = stdout or Console(soft_wrap=False, width=cols)
-    err = stderr or Console(stderr=True, soft_wrap=True, width=cols)
-    from triage_agent import redact
-
-    for console in (out, err):  # whatever a view prints, no secret reaches the terminal
-        if not isinstance(console.file, redact.MaskedStream):
-            console.file = redact.MaskedStream(console.file)  # type: ignore[assignment]
+    command = getattr(args, "command_of", None)
+    if stdout is None and stderr is None and command is not None and command.consoles_on_use:
+        out = cast("Console", OnUse(lambda: _console(False, cols)))
+        err = cast("Console", OnUse(lambda: _console(True, cols)))
+    else:
+        out = stdout if stdout is not None else _console(False, cols)
+        err = stderr if stderr is not None else _console(True, cols)
+        _mask(out)
+        _mask(err)
     try:
         code: int = args.func(args, out, err)
         return code
@@ -97,6 +127,22 @@ def main(argv: Sequence[str] | None = None, stdout: Console | None = None, stder
         return 0
     except Exception as exc:  # the last line of defence: a bug of ours is one line and a file, not a traceback
         return _internal_error(exc, err)
+
+
+def _console(stderr: bool, cols: int | None) -> Console:
+    from rich.console import Console
+
+    made = Console(stderr=stderr, soft_wrap=stderr, width=cols)
+    _mask(made)
+    return made
+
+
+def _mask(console: Console) -> None:
+    """Whatever a view prints, no secret reaches the terminal."""
+    from triage_agent import redact
+
+    if not isinstance(console.file, redact.MaskedStream):
+        console.file = redact.MaskedStream(console.file)  # type: ignore[assignment]
 
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE

@@ -29,6 +29,22 @@ class Command:
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Handler
     order: int = 100
+    # its consoles are made when it first prints (rich is ~40 ms of imports): `triage mcp` answers an IDE's
+    # `initialize` before anything heavy is imported
+    consoles_on_use: bool = False
+
+
+class OnUse:
+    """A console made on its first use: every attribute read goes to the console `make` returns."""
+
+    def __init__(self, make: Callable[[], Console]) -> None:
+        self._make = make
+        self._real: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._real is None:
+            self._real = self._make()
+        return getattr(self._real, name)
 
 
 RUN_HELP = "the run folder (or a folder of several runs; or a remote URL: s3://, gs://, hf://)"

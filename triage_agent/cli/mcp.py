@@ -77,4 +77,4 @@ COMMAND = Command(
          triage mcp --print-config claude   (.mcp.json for Claude Code; also codex, cursor, vscode, zed,
                                              continue, gemini, windsurf, cline, devin)
          triage mcp --http 127.0.0.1:8765   (Streamable HTTP with a bearer token, TRIAGE_MCP_TOKEN)""",
-    arguments, run, order=90)
+    arguments, run, order=90, consoles_on_use=True)

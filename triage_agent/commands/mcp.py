@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from triage_agent import redact
-from triage_agent.agent import prompts, tools
+from triage_agent.agent import prompts
 from triage_agent.errors import BadInput, TriageError
-from triage_agent.findings.facts import Facts
-from triage_agent.report import Report, offline_report
-from triage_agent.runs.load import load_run
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
+
+    from triage_agent.findings.facts import Facts
+    from triage_agent.report import Report
 
 CACHE_RUNS = 8  # loaded runs kept between calls (keyed by path and newest mtime)
 MAX_LISTED = 200
@@ -69,6 +69,9 @@ class Confinement:
         target = self.resolve(path)
         key = (str(target), _newest(target))
         if key not in self.cache:
+            from triage_agent.report import offline_report
+            from triage_agent.runs.load import load_run
+
             self.cache[key] = offline_report(load_run(target))
             while len(self.cache) > CACHE_RUNS:
                 self.cache.popitem(last=False)
@@ -116,6 +119,8 @@ def _as_mcp_tool(fn: Callable[..., dict[str, Any]], conf: Confinement) -> Callab
 
     def wrapper(run: str, **arguments: Any) -> str:
         try:
+            from triage_agent.agent import tools
+
             got = tools.call(conf.facts(run), name, {k: v for k, v in arguments.items() if v is not None})
         except (Refused, TriageError) as exc:
             raise _error(str(exc)) from None
@@ -138,6 +143,9 @@ def _as_mcp_tool(fn: Callable[..., dict[str, Any]], conf: Confinement) -> Callab
 
 
 def build_server(roots: list[Path], allow_write: bool = False) -> Any:
+    # the agent's tools, imported when the server is built (after `initialize` is answered), not with this module
+    from triage_agent.agent import tools
+
     conf = Confinement([r.resolve() for r in roots])
     server = _strict_server()("triage", instructions=prompts.render("mcp.md"))
 
@@ -296,6 +304,8 @@ def _apply_tool(conf: Confinement) -> Callable[..., str]:
         try:
             target = conf.resolve(run)
             facts = conf.facts(run)
+            from triage_agent.agent import tools
+
             proposals = [{"file": cv.file, "key": cv.key, "to": v}
                          for cv, v in ((tools.resolve_key(facts.run, k), v) for k, v in list(changes.items())[:20])]
             plan: ApplyResult = edit_plan(facts, proposals)
@@ -337,12 +347,104 @@ def _run_folders(base: Path) -> list[tuple[Path, str]]:
     return [(p, what) for _, p, what in sorted(found, key=lambda t: -t[0])]
 
 
+# the handshake revisions answered before the SDK is imported (the SDK's HANDSHAKE_PROTOCOL_VERSIONS of mcp 2.x; a
+# test holds them to it): a client asking another is answered by the SDK itself, after its import
+EARLY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MAX_FIRST_LINE = 1 << 20  # bytes of the first message read before the SDK takes over the pipe
+
+
 def serve_stdio(roots: list[Path], allow_write: bool) -> int:
+    """Serve over stdio. `initialize` is answered at once, before the MCP SDK, pydantic, NumPy and the readers are
+    imported (~1-6 s under load, and IDE clients give a server 10 s to start): the first line is read off fd 0
+    byte by byte (so nothing past it leaves the pipe), answered, and then handed to the SDK's session as its own
+    first message, its answer to it dropped, so the session is the SDK's from the start."""
+    first = _first_line(0)
+    answered = early_initialize(first)
+    if answered is not None:
+        os.write(1, answered[1])
     import anyio
 
     server = build_server(roots, allow_write)
-    anyio.run(server.run_stdio_async)
+    anyio.run(_serve_after, server, first, None if answered is None else answered[0])
     return 0
+
+
+def _first_line(fd: int) -> bytes:
+    out = bytearray()
+    while len(out) < MAX_FIRST_LINE:
+        b = os.read(fd, 1)
+        if not b:
+            break
+        out += b
+        if b == b"\n":
+            break
+    return bytes(out)
+
+
+def early_initialize(line: bytes) -> tuple[int | str, bytes] | None:
+    """(request id, the wire line answering it) when `line` is a well-formed `initialize` request of a revision in
+    EARLY_VERSIONS, with exactly the result the SDK's server gives it (capabilities, serverInfo, instructions);
+    None for anything else, which the SDK answers."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or msg.get("method") != "initialize":
+        return None
+    rid, params = msg.get("id"), msg.get("params")
+    if isinstance(rid, bool) or not isinstance(rid, (int, str)) or not isinstance(params, dict):
+        return None
+    client = params.get("clientInfo")
+    if (params.get("protocolVersion") not in EARLY_VERSIONS or not isinstance(params.get("capabilities"), dict)
+            or not isinstance(client, dict) or not isinstance(client.get("name"), str)
+            or not isinstance(client.get("version"), str)):
+        return None
+    result = {"capabilities": {"prompts": {"listChanged": False}, "resources": {"listChanged": False, "subscribe": False},
+                               "tools": {"listChanged": False}},
+              "instructions": prompts.render("mcp.md"), "protocolVersion": params["protocolVersion"],
+              "serverInfo": {"name": "triage", "version": ""}}
+    return rid, (json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}, separators=(",", ":")) + "\n").encode()
+
+
+async def _serve_after(server: Any, first: bytes, answered: int | str | None) -> None:
+    """The SDK's stdio transport and session, with `first` (read before the SDK was imported) fed in ahead of the
+    pipe, and the SDK's own answer to the request already answered left out."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    async with stdio_server() as (wire_in, wire_out):
+        to_session, session_in = anyio.create_memory_object_stream[Any](0)
+        session_out, from_session = anyio.create_memory_object_stream[Any](0)
+
+        async def feed() -> None:
+            async with to_session:
+                if first.strip():
+                    try:
+                        await to_session.send(SessionMessage(types.jsonrpc_message_adapter.validate_json(
+                            first, by_name=False)))
+                    except Exception as exc:  # as the SDK's reader passes on a line it cannot read
+                        await to_session.send(exc)
+                async for item in wire_in:
+                    await to_session.send(item)
+
+        async def drain() -> None:
+            pending = answered
+            async with wire_out, from_session:
+                async for item in from_session:
+                    reply = item.message
+                    if pending is not None and getattr(reply, "id", None) == pending and not hasattr(reply, "method"):
+                        pending = None  # the client has its answer already
+                        continue
+                    await wire_out.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(feed)
+            tg.start_soon(drain)
+            low = server._lowlevel_server
+            async with session_out:
+                await low.run(session_in, session_out, low.create_initialization_options())
 
 
 def serve_http(roots: list[Path], allow_write: bool, address: str, allow_remote: bool, token: str | None,

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from triage_agent import bounded, safejson
+from triage_agent import bounded, lazy, safejson
 from triage_agent.errors import ConfigSyntaxError
 from triage_agent.runs.model import ConfigValue, ParseError
+
+if TYPE_CHECKING:
+    import yaml
+else:
+    yaml = lazy.module("yaml")
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -22,26 +26,31 @@ else:  # pragma: no cover - exercised on 3.10 only
 CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # libyaml's parser: ~5x faster
-    """SafeLoader, with YAML 1.2's floats: PyYAML follows YAML 1.1, where `1e-6` (no dot) is a string,
-    and `learning_rate: 1e-6` is how training configs are written."""
+@functools.cache
+def _loader() -> Any:
+    """SafeLoader (libyaml's parser where built: ~5x faster), with YAML 1.2's floats: PyYAML follows YAML 1.1,
+    where `1e-6` (no dot) is a string, and `learning_rate: 1e-6` is how training configs are written. Made on the
+    first YAML read, so a run without one never imports yaml."""
 
+    class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
 
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                 |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-                 |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
-                 |[-+]?\.(?:inf|Inf|INF)
-                 |\.(?:nan|NaN|NAN))$""", re.X),
-    list("-+0123456789."))
+    _Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                     |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                     |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                     |[-+]?\.(?:inf|Inf|INF)
+                     |\.(?:nan|NaN|NAN))$""", re.X),
+        list("-+0123456789."))
+    return _Loader
 
 
 def parse_config_text(text: str, suffix: str) -> Any:
     """Parse a config document; raises ConfigSyntaxError (with its line, where the parser gives one)."""
     if suffix in (".yaml", ".yml"):
         try:
-            return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+            return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
         except RecursionError:
             raise ConfigSyntaxError("nested too deeply") from None
         except yaml.YAMLError as exc:

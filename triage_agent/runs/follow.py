@@ -19,11 +19,9 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
-import pandas as pd
-
-from triage_agent import bounded
+from triage_agent import bounded, lazy
 from triage_agent.runs import console
 from triage_agent.runs.formats import BY_NAME, FormatRead, wandb_binary
 from triage_agent.runs.formats import tensorboard as tb
@@ -31,6 +29,11 @@ from triage_agent.runs.formats.base import Columns
 from triage_agent.runs.formats.canonical import Canonical, Incremental, Naming
 from triage_agent.runs.load import Reader
 from triage_agent.runs.model import ParseError
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
 
 TAIL = 1 << 16  # bytes looked at, from the end backwards, for the last complete line
 

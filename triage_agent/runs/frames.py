@@ -10,11 +10,17 @@ the public constructor builds the same frame. A test holds the two to the same f
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-_FAST = getattr(pd.DataFrame, "_from_arrays", None)
+from triage_agent import lazy
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
+
 _LABELS: dict[tuple[str, ...], pd.Index] = {}
 MAX_LABELS = 256  # column sets kept: a sweep's runs mostly share one or a few
 
@@ -30,6 +36,12 @@ def _labels(names: tuple[str, ...]) -> pd.Index:
     return got
 
 
+def _fast() -> Any:
+    """pandas' constructor without the integrity check, or None where this pandas lacks it (looked up on use: pandas
+    is imported with the first frame, not with this module)."""
+    return getattr(pd.DataFrame, "_from_arrays", None)
+
+
 def frame_of(columns: Mapping[str, np.ndarray]) -> pd.DataFrame:
     """The frame `pd.DataFrame(columns)` makes. Fast for 1-D arrays of numbers of one length; anything else goes
     to that constructor.
@@ -37,10 +49,11 @@ def frame_of(columns: Mapping[str, np.ndarray]) -> pd.DataFrame:
     arrays = list(columns.values())
     n = len(arrays[0]) if arrays else 0
     # numbers only: the public constructor infers a type for objects and strings, and converts other kinds
-    if _FAST is None or not arrays or not all(isinstance(a, np.ndarray) and a.ndim == 1 and len(a) == n
+    fast = _fast()
+    if fast is None or not arrays or not all(isinstance(a, np.ndarray) and a.ndim == 1 and len(a) == n
                                               and a.dtype.kind in "fiu" and a.dtype.isnative for a in arrays):
         plain: pd.DataFrame = pd.DataFrame(dict(columns))
         return plain
-    frame = _FAST(arrays, columns=_labels(tuple(columns)), index=pd.RangeIndex(n), verify_integrity=False)
+    frame = fast(arrays, columns=_labels(tuple(columns)), index=pd.RangeIndex(n), verify_integrity=False)
     assert isinstance(frame, pd.DataFrame)
     return frame

@@ -3,9 +3,15 @@ spot-check or manual pass rate serves every rule and view that reads `gold_pass_
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
+from triage_agent import lazy
 from triage_agent.runs.trainers.custom import GOLD_NAMES
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
 
 GOLD = GOLD_NAMES[0]
 __all__ = ["ATTR", "GOLD", "GOLD_NAMES", "by_meaning", "logged_as"]

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+from triage_agent import lazy
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
+
 
 # What kind of training a run is (post-training-findings.md, "Paradigm"); rules declare the ones they judge.
 PARADIGMS = ("policy_gradient", "preference", "sft", "reward_model", "distillation", "selector_generator",

@@ -9,11 +9,15 @@ rewards,configs}` with flat, round-prefixed names; those files are the same run 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
+from triage_agent import lazy
 from triage_agent.runs.tables import LINE
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
 
 _ROUND_DIR = re.compile(r"^(?P<role>[A-Za-z][A-Za-z0-9-]*?)_round_?(?P<n>\d+)$")
 _ROUND_ONLY = re.compile(r"^round_?(?P<n>\d+)$")

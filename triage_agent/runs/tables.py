@@ -19,17 +19,25 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.json as pajson
-import pyarrow.parquet as pq
 
-from triage_agent import bounded, safejson
+from triage_agent import bounded, lazy, safejson
 from triage_agent.runs.model import ParseError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.json as pajson
+    import pyarrow.parquet as pq
+else:
+    pd = lazy.module("pandas")
+    pa = lazy.module("pyarrow")
+    pacsv = lazy.module("pyarrow.csv")
+    pajson = lazy.module("pyarrow.json")
+    pq = lazy.module("pyarrow.parquet")
 
 TABLE_SUFFIXES = (".jsonl", ".csv", ".parquet")
 LINE = "__line__"

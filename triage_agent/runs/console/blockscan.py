@@ -16,16 +16,19 @@ import threading
 from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
 from triage_agent import bounded
 
 BLOCK = 8 << 20  # bytes per block: large enough for the search to run at speed, small enough to bound memory
-# hits in a block above which its lines are cut out by NumPy (a fixed ~4 ms a block, mostly without the GIL)
-# rather than one by one (~15 µs a hit, with the GIL: counting the newlines between hits took the reading
-# thread's time; in the 0.5 GB rollout log, with ~900 hits a block, the whole read went from 3.9 s to 2.9 s)
-DENSE = 64
+# hits in a block above which its lines are cut out by NumPy over all its newlines (a fixed ~4-8 ms a block)
+# rather than one by one (a few µs a hit: a search back and forth on its line, the newlines since the last hit
+# counted by NumPy). One by one costs what the hits cost: a 1 GB log with ~190 hits a block spent 18% of its
+# samples building the array of the ~45,000 newlines of each block when this was 64 (issue 40)
+DENSE = 2048
+GAP = 4096  # bytes between hits from which NumPy counts their newlines (below, bytes.count's call is cheaper)
 ENGINE_ENV = "TRIAGE_SCAN_ENGINE"  # force one engine: hyperscan, re2 or re
 
 
@@ -37,11 +40,12 @@ class Block:
     lines: list[tuple[int, int, bytes | None]] = field(default_factory=list)
     # the bytes read from the block's start (the block, its overlap): lines after a marked line are read from
     # them (a traceback printed in a rollout dump) without another read of the file
-    data: bytes = field(default=b"", repr=False, compare=False)
+    # (a buffer blocks() reuses: valid until the next block is asked for)
+    data: bytes | bytearray = field(default=b"", repr=False, compare=False)
     start: int = 0
 
 
-Finder = Callable[[bytes, int], list[int]]
+Finder = Callable[[bytes | bytearray, int], list[int]]
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ def _hyperscan(markers: tuple[Marker, ...]) -> Finder | None:
     lengths = [_width(m) for m in markers]
     local = threading.local()  # Hyperscan's scratch space is per thread
 
-    def find(buf: bytes, limit: int) -> list[int]:
+    def find(buf: bytes | bytearray, limit: int) -> list[int]:
         scratch = getattr(local, "scratch", None)
         if scratch is None:
             scratch = local.scratch = hyperscan.Scratch(db)
@@ -89,7 +93,7 @@ def _hyperscan(markers: tuple[Marker, ...]) -> Finder | None:
             if start < limit:
                 hits.append(start)
 
-        db.scan(buf, match_event_handler=on, scratch=scratch)
+        db.scan(cast(bytes, buf), match_event_handler=on, scratch=scratch)  # a bytearray is scanned in place
         hits.sort()
         return hits
 
@@ -109,7 +113,7 @@ def _regex(markers: tuple[Marker, ...], use_re2: bool) -> Finder:
     if compiled is None:
         compiled = re.compile(pattern)
 
-    def find(buf: bytes, limit: int) -> list[int]:
+    def find(buf: bytes | bytearray, limit: int) -> list[int]:
         out = []
         for m in compiled.finditer(buf):
             if m.start() >= limit:
@@ -197,12 +201,25 @@ def _readable(raw: bytes, max_line: int) -> bytes | None:
     return raw
 
 
-def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_line: int) -> Block:
+def _read_block(fd: int, size: int, start: int, overlap: int, spare: bytearray | None) -> bytes | bytearray:
+    """The block at `start` and its overlap: into `spare` (a buffer of BLOCK + overlap bytes, reused: a fresh
+    8 MB `bytes` a block costs its page faults, ~0.1 s CPU a GB) when the block fills it, else as new bytes."""
     end = min(start + BLOCK, size)
-    buf = os.pread(fd, end - start + overlap, start)
-    n = end - start
-    if len(buf) < n:  # the file shrank below the size seen at open (truncated, rewritten): said, never a crash
+    want = min(BLOCK + overlap, size - start) if end - start == BLOCK else end - start + overlap
+    if spare is not None and len(spare) == want:
+        got = os.preadv(fd, [spare], start)
+        buf: bytes | bytearray = spare if got == want else spare[:got]
+    else:
+        buf = os.pread(fd, want, start)
+    if len(buf) < end - start:  # the file shrank below the size seen at open (truncated, rewritten): said, never a crash
         raise bounded.Refused("", "the file shrank while it was read (truncated or rewritten); read it again")
+    return buf
+
+
+def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_line: int,
+                spare: bytearray | None = None) -> Block:
+    buf = _read_block(fd, size, start, overlap, spare)
+    n = min(start + BLOCK, size) - start
     arr = np.frombuffer(buf, dtype=np.uint8, count=n)
     hits = find(buf, n)
     if len(hits) > DENSE:
@@ -212,15 +229,17 @@ def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_
     for p in hits:
         if p < skip_until:
             continue  # another marker on a line already cut out
-        ls = buf.rfind(b"\n", 0, p) + 1
+        lo = max(skip_until, 0)  # no newline is searched for twice: the line before ends at skip_until
+        back = buf.rfind(b"\n", lo, p)
+        ls = back + 1 if back >= 0 else lo
         le = buf.find(b"\n", p)
         if _crosses_edge(ls, le, start, len(buf), size):
             gstart, raw = _line_at(fd, size, start + p, max_line)
         else:
-            gstart, raw = start + ls, _readable(buf[ls:] if le < 0 else buf[ls:le + 1], max_line)
+            gstart, raw = start + ls, _readable(bytes(buf[ls:] if le < 0 else buf[ls:le + 1]), max_line)
         local = max(0, gstart - start)
-        # between nearby hits bytes.count is cheaper than a NumPy call; far apart, NumPy releases the GIL
-        counted += buf.count(b"\n", at, local) if local - at < (64 << 10) else _newlines(arr, at, local)
+        # near hits: bytes.count (one call); far: NumPy, faster a byte and without the GIL
+        counted += buf.count(b"\n", at, local) if local - at < GAP else _newlines(arr, at, local)
         at = local
         blk.lines.append((gstart, counted, raw))
         skip_until = le + 1 if le >= 0 else len(buf)
@@ -228,9 +247,10 @@ def _scan_block(fd: int, size: int, start: int, find: Finder, overlap: int, max_
     return blk
 
 
-def _cut_dense(fd: int, size: int, start: int, buf: bytes, n: int, hits: list[int], max_line: int) -> Block:
-    """`_scan_block`'s answer for a block with more than a few marked lines: each hit's line found with NumPy
-    over the block's newlines, not by a search back and forth from each hit."""
+def _cut_dense(fd: int, size: int, start: int, buf: bytes | bytearray, n: int, hits: list[int],
+               max_line: int) -> Block:
+    """`_scan_block`'s answer for a block with many marked lines (a dense log's metric line a step): each hit's
+    line found with NumPy over the block's newlines, not by a search back and forth from each hit."""
     newline = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
     at = np.asarray(hits)
     # a hit's line: the newlines before it; each line once, with its first hit
@@ -245,7 +265,7 @@ def _cut_dense(fd: int, size: int, start: int, buf: bytes, n: int, hits: list[in
             gstart, raw = _line_at(fd, size, start + p, max_line)
             blk.lines.append((gstart, 0 if gstart < start else before, raw))
         else:
-            blk.lines.append((start + ls, before, _readable(buf[ls:last if le < 0 else le], max_line)))
+            blk.lines.append((start + ls, before, _readable(bytes(buf[ls:last if le < 0 else le]), max_line)))
     return blk
 
 
@@ -257,16 +277,33 @@ def _newlines(arr: np.ndarray, lo: int, hi: int, step: int = 1 << 20) -> int:
 def blocks(fd: int, size: int, start: int, markers: tuple[Marker, ...], max_line: int,
            jobs: int | None = None) -> Generator[Block, None, None]:
     """The file's blocks from `start` on, in order, each with its newline count and marked lines; a few
-    blocks are searched ahead by worker threads."""
+    blocks are searched ahead by worker threads. The blocks are read into a few buffers used over and over:
+    a block's `data` is valid until the next block is asked for."""
     _, find = finder(markers)
     overlap = max(_width(m) for m in markers)
     jobs = max(1, min(jobs or os.cpu_count() or 1, 8))
-    starts = iter(range(start, size, BLOCK))
+    starts = range(start, size, BLOCK)
+    # one buffer for each block in flight and one for the block in the caller's hands; none for a short file
+    spares = [bytearray(BLOCK + overlap) for _ in range(min(jobs + 2, len(starts)))] if len(starts) > 1 else []
     with ThreadPoolExecutor(jobs) as pool:
-        window: list[Future[Block]] = []
+        window: list[tuple[Future[Block], bytearray | None]] = []
+        lent: bytearray | None = None
         for s in starts:
-            window.append(pool.submit(_scan_block, fd, size, s, find, overlap, max_line))
+            spare = spares.pop() if spares else None
+            window.append((pool.submit(_scan_block, fd, size, s, find, overlap, max_line, spare), spare))
             if len(window) > jobs:
-                yield window.pop(0).result()
-        for fut in window:
-            yield fut.result()
+                lent = yield from _hand_over(window.pop(0), lent, spares)
+        for item in window:
+            lent = yield from _hand_over(item, lent, spares)
+
+
+def _hand_over(item: tuple[Future[Block], bytearray | None], lent: bytearray | None,
+               spares: list[bytearray]) -> Generator[Block, None, bytearray | None]:
+    """Yield a finished block; the buffer of the block handed over before it is free again once the caller asks
+    for this one."""
+    fut, spare = item
+    blk = fut.result()
+    if lent is not None:
+        spares.append(lent)
+    yield blk
+    return spare

@@ -43,7 +43,8 @@ def _read_lines(sc: Scanner, fh: BinaryIO, lineno: int, stop: Callable[[int], bo
     return lineno
 
 
-def _read_open(sc: Scanner, fd: int, pos: int, end: int, lineno: int, chunk: bytes = b"", base: int = -1) -> int:
+def _read_open(sc: Scanner, fd: int, pos: int, end: int, lineno: int, chunk: bytes | bytearray = b"",
+               base: int = -1) -> int:
     """Feed the lines from byte `pos` while a traceback or step block is open and `pos` < `end`, as `_read_lines`
     would, from `chunk` (the file's bytes from `base` on: the block in hand) and then by `pread` in small chunks:
     a rollout dump's many printed tracebacks cost no read of the file (or seek, or refill of a buffer) each.
@@ -58,9 +59,9 @@ def _read_open(sc: Scanner, fd: int, pos: int, end: int, lineno: int, chunk: byt
                 chunk, base = chunk[pos - base:] + more, pos
                 continue
         if nl < 0:  # the file's last line (no newline), or a line longer than MAX_LINE
-            raw = chunk[pos - base:pos - base + limits.MAX_LINE]
+            raw = bytes(chunk[pos - base:pos - base + limits.MAX_LINE])  # bytes of a block's buffer: a copy
         else:
-            raw = chunk[pos - base:min(nl + 1, pos - base + limits.MAX_LINE)]
+            raw = bytes(chunk[pos - base:min(nl + 1, pos - base + limits.MAX_LINE)])
         if not raw:
             break
         lineno += 1

@@ -12,11 +12,11 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
+from triage_agent import lazy
 from triage_agent.runs import trainers
 from triage_agent.runs.formats.base import Columns
 from triage_agent.runs.formats.base import number as _number
@@ -24,6 +24,11 @@ from triage_agent.runs.formats.restarts import Restart
 from triage_agent.runs.formats.restarts import find as find_restarts
 from triage_agent.runs.frames import frame_of
 from triage_agent.runs.trainers import meaning
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy.module("pandas")
 
 
 def aliases(trainer: str | None = None, paradigm: str | None = None) -> dict[str, tuple[str, ...]]:

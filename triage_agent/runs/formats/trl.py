@@ -13,10 +13,12 @@ library's json; an entry neither reads is a ParseError at its line.
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -31,6 +33,12 @@ BATCH = 4096  # entries parsed at a time: their dicts live only while one batch 
 # and per-batch columns) was a tenth of a small run's read in a sweep
 WHOLE_BELOW = 1 << 20
 WINDOW = 8 << 20  # bytes scanned by NumPy at a time (its temporaries are a few arrays of this many bools)
+# a file larger than this is streamed (the Trainer's indented layout): a window of bytes at a time, never the whole
+# file held; 1,000,000 logged steps are ~540 MB, past the one-file read limit, and were refused (issue 40)
+STREAM_ABOVE = 128 << 20
+STREAM_WINDOW = 32 << 20  # bytes read at a time when streaming (and the entry cut by its end, carried over)
+STREAM_MAX = 16 << 30  # the most streamed of one state file (1,000,000 steps are ~540 MB); time is bounded too
+HEAD_MAX = 1 << 20  # bytes before `log_history` (and after it) a streamed file may have
 
 
 Buffer = bytes | bytearray  # the document as read (bounded.read_buffer) and its slices
@@ -50,6 +58,15 @@ class _Shape(Exception):
 def read_trainer_state(path: Path, rel: str) -> tuple[Columns, list[dict[str, Any]], dict[str, Any],
                                                        list[ParseError]]:
     """Returns (train rows as columns, eval rows, state header, errors). The final summary row is left out."""
+    try:
+        if os.stat(path).st_size > STREAM_ABOVE:
+            streamed = _stream(path, rel)
+            if streamed is not None:
+                return streamed
+    except bounded.Refused as exc:
+        return Columns(0, [], {}, {}), [], {}, [ParseError(rel, None, f"unreadable trainer state: {exc}")]
+    except OSError:
+        pass  # said by the read below
     try:
         # counted as read, never trusted from st_size; one buffer, so the file is held once at the peak
         data = bounded.read_buffer(path, safejson.MAX_BYTES)
@@ -116,11 +133,19 @@ def _indented(data: Buffer) -> tuple[tuple[int, int], np.ndarray, np.ndarray] | 
     if closing < 0:
         return None
     closing += 1 + len(indent)
-    entry = indent * 2
+    starts, ends = _braces(data, opening, closing, indent * 2)
+    if not _paired(starts, ends):
+        return None
+    return (opening, closing), starts, ends
+
+
+def _braces(data: Buffer, lo: int, hi: int, entry: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets of the braces that open and close an entry in data[lo:hi]: lines of a newline, the entry's
+    indent and a brace."""
     arr = np.frombuffer(data, dtype=np.uint8)
     found: dict[int, list[np.ndarray]] = {0x7B: [], 0x7D: []}
-    for lo in range(opening, closing, WINDOW):  # lines that open or close an entry: a newline, the indent, a brace
-        nl = np.flatnonzero(arr[lo:min(lo + WINDOW, closing)] == 0x0A) + lo
+    for at in range(lo, hi, WINDOW):
+        nl = np.flatnonzero(arr[at:min(at + WINDOW, hi)] == 0x0A) + at
         lead = nl + 1 + len(entry)
         nl, lead = nl[lead < len(arr)], lead[lead < len(arr)]
         ok = np.ones(len(nl), dtype=bool)
@@ -129,10 +154,106 @@ def _indented(data: Buffer) -> tuple[tuple[int, int], np.ndarray, np.ndarray] | 
         for brace, got in found.items():
             got.append(lead[ok & (arr[lead] == brace)])
     starts, ends = (np.concatenate(found[b]) if found[b] else np.zeros(0, dtype=np.int64) for b in (0x7B, 0x7D))
-    if len(starts) != len(ends) or (len(starts) and not (
-            (starts < ends).all() and (ends[:-1] < starts[1:]).all())):
+    return starts, ends
+
+
+def _paired(starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Each entry's opening brace before its closing one, and the entries one after another."""
+    return len(starts) == len(ends) and not (len(starts) and not (
+        (starts < ends).all() and (ends[:-1] < starts[1:]).all()))
+
+
+class _Stream:
+    """A trainer state read a window at a time: the entries of each window parsed and kept as columns, the entry
+    cut by the window's end carried into the next. Only the Trainer's indented layout (each entry's braces on lines
+    of their own, at twice the top indent) is streamed; anything else gives None, and the whole-file read."""
+
+    def __init__(self, fh: BinaryIO, rel: str, deadline: float) -> None:
+        self.fh, self.rel, self.deadline = fh, rel, deadline
+        self.read_so_far = 0
+        self.errors: list[ParseError] = []
+        self.train: list[Columns] = []
+        self.evals: list[dict[str, Any]] = []
+        self.last: list[Any] = []  # the last rows parsed (the final summary row is among the last three)
+        self.index = 0  # entries parsed so far (log_history[i] in an error)
+        self.lines = 0  # newlines before the window's start
+
+    def more(self, n: int) -> bytes:
+        if time.monotonic() > self.deadline:
+            raise bounded.Refused(self.rel, f"reading took more than {bounded.READ_SECONDS:.0f} s")
+        got = self.fh.read(n)
+        self.read_so_far += len(got)
+        if self.read_so_far > STREAM_MAX:
+            raise bounded.Refused(self.rel, f"more than {STREAM_MAX >> 30} GB (the most streamed of one file)")
+        return got
+
+    def entries(self, buf: Buffer, lo: int, hi: int, entry: bytes) -> int | None:
+        """Parse the whole entries of buf[lo:hi]; the offset where the next entry starts (what is carried over), or
+        None when something other than entries and commas is between them."""
+        starts, ends = _braces(buf, lo, hi, entry)
+        if len(starts) > len(ends):  # the last entry is cut by the window's end
+            starts = starts[:len(ends)]
+        if not _paired(starts, ends):
+            return None
+        ends = ends + 1
+        # blanks before the first entry of all, a comma (and blanks) before every other
+        between = [buf[a:b].strip() for a, b in zip([lo, *ends.tolist()], starts.tolist())]
+        if any(gap != (b"," if i or self.index else b"") for i, gap in enumerate(between)):
+            return None
+        for at in range(0, len(starts), BATCH):
+            batch = list(zip(starts[at:at + BATCH].tolist(), ends[at:at + BATCH].tolist()))
+            found: list[ParseError] = []
+            rows = _parse(buf, batch, self.rel, found)
+            self.errors += [ParseError(e.file, None if e.line is None else e.line + self.lines, e.message)
+                            for e in found]
+            kept = _split(rows, self.index, self.evals, self.errors, self.rel)
+            if kept:
+                self.train.append(Columns.from_rows(kept))
+            self.index += len(rows)
+            self.last = (self.last + rows)[-3:]
+        return int(ends[-1]) if len(ends) else lo
+
+
+def _stream(path: Path, rel: str) -> tuple[Columns, list[dict[str, Any]], dict[str, Any], list[ParseError]] | None:
+    """A large trainer state read a window at a time (`_Stream`); None when it is not in the Trainer's layout."""
+    with bounded.open_binary(path) as fh:
+        st = _Stream(fh, rel, time.monotonic() + bounded.READ_SECONDS)
+        buf = st.more(HEAD_MAX)
+        top = re.match(rb"\{\r?\n([ \t]+)\"", buf)
+        key = None if top is None else re.search(rb"\n" + top.group(1) + rb'"log_history": \[\r?\n', buf)
+        if top is None or key is None:
+            return None
+        indent, head = top.group(1), buf[:key.end() - 1]
+        head = head[:head.rindex(b"[")]
+        closing_line = b"\n" + indent + b"]"
+        pos = key.end() - 1  # the entries start past the newline that ends the key's line
+        while True:
+            close = buf.find(closing_line, pos)
+            hi = close if close >= 0 else len(buf)
+            nxt = st.entries(buf, pos, hi, indent * 2)
+            if nxt is None:
+                return None
+            if close >= 0:
+                if buf[nxt:close].strip():
+                    return None
+                tail = buf[close + len(closing_line):] + st.more(HEAD_MAX)
+                if len(tail) > HEAD_MAX or st.more(1):
+                    return None
+                break
+            st.lines += buf.count(b"\n", 0, nxt)
+            chunk = st.more(STREAM_WINDOW)
+            if not chunk:
+                return None  # the document ends inside log_history: the whole-file read says how
+            buf, pos = buf[nxt:] + chunk, 0
+    try:
+        header = _loads(head + b"[]" + tail)
+    except ValueError:
         return None
-    return (opening, closing), starts, ends
+    if not isinstance(header, dict):
+        return None
+    header.pop("log_history", None)
+    header["_summary"] = _has_summary(st.last)
+    return Columns.concat(st.train), st.evals, header, st.errors
 
 
 def _scan(data: Buffer, arr: np.ndarray) -> tuple[tuple[int, int], np.ndarray, np.ndarray]:

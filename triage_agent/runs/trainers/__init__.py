@@ -10,6 +10,7 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from triage_agent.runs.trainers.profile import SERIES, Profile, Source, glob, literal
@@ -117,7 +118,7 @@ def glob_aliases() -> tuple[tuple[re.Pattern[str], str], ...]:
 
 
 @cache
-def known(trainer: str | None = None) -> re.Pattern[str]:
+def known(trainer: str | None = None) -> Names:
     """One pattern matching every name (and its prefix-stripped form) that the run's own trainer's profile maps or
     keeps raw on purpose, and every name another profile maps: such a name is never resolved by meaning. Another
     trainer's raw names say nothing about this run (`reward_accuracy` is a reward function there)."""
@@ -127,8 +128,21 @@ def known(trainer: str | None = None) -> re.Pattern[str]:
     # say nothing of another trainer's `reward/mean`
     mapped = (n for p in profiles() for n, s in p.names.items()
               if not _is_glob(n) or (s not in _NOT_ALIASED and s not in PREFERENCE_SERIES))
-    pats = sorted({glob(form).pattern for n in (*mine, *mapped) for form in (n, _bare(n))})
-    return re.compile("|".join(f"(?:{x})" for x in pats) or r"(?!)")
+    forms = {form for n in (*mine, *mapped) for form in (n, _bare(n))}
+    return Names(frozenset(f for f in forms if not _is_glob(f)),
+                 tuple(glob(f) for f in sorted(forms) if _is_glob(f)))
+
+
+@dataclass(frozen=True)
+class Names:
+    """Names and name globs: the exact ones looked up in a set, the few globs tried one by one (one alternation of
+    ~1,500 names took ~0.1 s to compile, on every command that reads metrics)."""
+
+    exact: frozenset[str]
+    globs: tuple[re.Pattern[str], ...]
+
+    def fullmatch(self, name: str) -> bool:
+        return name in self.exact or any(g.fullmatch(name) for g in self.globs)
 
 
 @cache

@@ -1,0 +1,106 @@
+"""What each command imports before it does its work (issue 40): pandas, pyarrow, yaml and the model and MCP SDKs
+cost from 0.03 to 2.6 s of imports, more than a small run's whole read, so each is imported when something needs
+it, never with a command's module. Each case runs in a fresh interpreter, and nothing here measures a time."""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO, SAMPLES
+from triage_agent import commands
+
+HEAVY = ("pandas", "pyarrow", "yaml", "numpy", "openai", "pydantic", "tenacity", "httpx", "anyio", "rich", "mcp",
+         "plotly", "fsspec", "s3fs", "watchfiles", "transformers", "torch")
+MODEL = {"anyio", "openai", "pydantic", "tenacity"}  # the model client (llm/client.py) and its schema
+# each command module's heavy imports: numpy for the readers and rules, the model SDK where the command talks to one
+COMMAND_IMPORTS = {
+    "apply": {"numpy"}, "compare": {"numpy"}, "completion": set(), "inspect": {"numpy"}, "mcp": set(),
+    "sweep": {"numpy"}, "watch": {"numpy"},
+    "ask": {"numpy"} | MODEL, "chat": {"numpy"} | MODEL, "eval": {"numpy"} | MODEL, "report": {"numpy"} | MODEL,
+    "doctor": {"httpx", "rich"} | MODEL,
+}
+
+
+def _heavy_after(code: str) -> list[str]:
+    script = code + f"\nimport sys\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    return json.loads(out.strip().splitlines()[-1].replace("'", '"'))
+
+
+def test_every_command_is_in_the_table():
+    assert {m.name for m in pkgutil.iter_modules(commands.__path__)} == set(COMMAND_IMPORTS)
+
+
+@pytest.mark.parametrize("name", sorted(COMMAND_IMPORTS))
+def test_a_command_module_imports_only_what_it_is_listed_with(name):
+    assert set(_heavy_after(f"import triage_agent.commands.{name}")) == COMMAND_IMPORTS[name]
+
+
+def test_the_command_line_and_every_command_s_parser_import_nothing_heavy():
+    assert _heavy_after("import triage_agent.cli\ntriage_agent.cli.parser()") == []
+
+
+def test_the_readers_import_no_pandas_pyarrow_or_yaml_until_a_frame_or_config_is_read():
+    assert _heavy_after("import triage_agent.runs.load, triage_agent.report, triage_agent.agent.tools") == ["numpy"]
+
+
+def test_a_log_is_read_before_pandas_is_imported(tmp_path):
+    """The console scan starts before any frame library is imported: the order of the interpreter's own audit
+    events (`open` of the log, `import` of pandas) in a real `inspect`."""
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "train.log"
+    log.write_text("".join(f'{{"loss": {1 / (i + 1):.4f}, "learning_rate": 1e-05, "epoch": {i / 10}}}\n'
+                           for i in range(30)))
+    script = f"""
+import sys
+events = []
+def hook(event, args):
+    if event == "open" and args[0] == {str(log)!r} and "log" not in events:
+        events.append("log")
+    elif event == "import" and args[0].split(".")[0] in ("pandas", "pyarrow") and args[0].split(".")[0] not in events:
+        events.append(args[0].split(".")[0])
+sys.addaudithook(hook)
+from triage_agent.cli import main
+main(["inspect", {str(run)!r}, "--json"])
+print("EVENTS", events)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO).stdout
+    events = next(line for line in out.splitlines() if line.startswith("EVENTS"))
+    got = json.loads(events.split(" ", 1)[1].replace("'", '"'))
+    assert got[0] == "log" and "pandas" in got, got  # read first; pandas (for the metric frame) after
+
+
+def test_mcp_answers_initialize_before_any_heavy_import():
+    """`triage mcp` over a real pipe: what is imported at the moment its first byte reaches stdout (the
+    interpreter's os.write, observed, the write itself done), and that the session goes on with the SDK."""
+    script = f"""
+import os, sys
+real = os.write
+def write(fd, data):
+    if fd == 1 and not getattr(write, "seen", None):
+        write.seen = sorted(m for m in {HEAVY + ("triage_agent.agent.tools", "triage_agent.runs.load")!r}
+                            if m in sys.modules)
+        sys.stderr.write("AT-ANSWER " + repr(write.seen) + "\\n")
+    return real(fd, data)
+os.write = write
+from triage_agent.cli import main
+main(["mcp", "--root", {str(SAMPLES)!r}])
+"""
+    init = {"jsonrpc": "2.0", "id": 7, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    lines = [json.dumps(init), '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+             '{"jsonrpc":"2.0","id":8,"method":"tools/list"}']
+    proc = subprocess.run([sys.executable, "-c", script], input="\n".join(lines) + "\n", capture_output=True,
+                          text=True, cwd=REPO, timeout=300)
+    at = next(line for line in proc.stderr.splitlines() if line.startswith("AT-ANSWER"))
+    assert at == "AT-ANSWER []", at
+    replies = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [7, 8]  # answered once, and the SDK's session serves what follows
+    assert replies[0]["result"]["protocolVersion"] == "2025-06-18"
+    assert {"inspect_run", "list_runs"} <= {t["name"] for t in replies[1]["result"]["tools"]}
