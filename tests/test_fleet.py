@@ -194,6 +194,26 @@ def test_a_remote_sweep_is_split_from_its_listing_without_fetching_a_byte(s3, tm
     assert sorted(files["a1"]) == ["checkpoint-100/trainer_state.json", "grpo_config.yaml"]
     assert all(info.get("ETag") for run in files.values() for info in run.values())
     assert not (Path(env["XDG_CACHE_HOME"]) / "triage" / "fs").exists()  # nothing written either
+    # swept here (the local executor): each run fetched by its reader; again, all from the result cache, nothing
+    # fetched nor listed per run; an object changed since (a new ETag): that run alone is fetched and read again
+    from triage_agent.commands.inspect import inspect
+
+    first = inspect("s3://bucket/fleet", jobs=1)
+    gets = _gets(log, "bucket/fleet")
+    assert gets == 12 and first.reused == 0 and sorted(r.name for r in first.rows) == [r.name for r in split.runs]
+    assert inspect("s3://bucket/fleet", jobs=1).reused == 6 and _gets(log, "bucket/fleet") == gets
+    fs = _upload(env, tmp_path / "sweep" / "a2", "fleet/a2")  # the same bytes, put again: the same ETag
+    assert inspect("s3://bucket/fleet", jobs=1).reused == 6
+    fs.pipe("bucket/fleet/a2/grpo_config.yaml", b"learning_rate: 3.0e-6\nbeta: 0.04\n")  # a new ETag
+    third = inspect("s3://bucket/fleet", jobs=1)
+    assert third.reused == 5 and "reused 5 of 6 run(s) from the result cache; read 1" in third.notes
+    assert [r.name for r in third.rows if not r.cached] == ["a2"]
+    assert _gets(log, "bucket/fleet") == gets + 1  # the changed object alone; the other from its copy (same ETag)
+    # --json wants each run's report: rows kept without one are read again, then kept with it
+    assert inspect("s3://bucket/fleet", jobs=1, keep_reports=True).reused == 0
+    again = inspect("s3://bucket/fleet", jobs=1, keep_reports=True)
+    assert again.reused == 6 and all(r.report is not None for r in again.rows)
+    assert _gets(log, "bucket/fleet") == gets + 1
 
 
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
@@ -215,7 +235,7 @@ def test_ray_sweeps_a_remote_sweep_fetched_by_its_workers_with_a_poisoned_run_an
     port = _free_port()
     temp = Path("/tmp") / f"ray-f{os.getpid()}"  # Ray's socket paths must stay short
     worker_cache = tmp_path / "worker-cache"  # the workers' own cache: the driver's stays empty
-    head_env = {**os.environ, **env, **RAY_ENV, "XDG_CACHE_HOME": str(worker_cache), "TRIAGE_RUN_SECONDS": "1",
+    head_env = {**os.environ, **env, **RAY_ENV, "XDG_CACHE_HOME": str(worker_cache), "TRIAGE_RUN_SECONDS": "4",
                 "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     head = subprocess.Popen([str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
                              f"--port={port}", "--num-cpus=2", "--node-ip-address=127.0.0.1",
@@ -236,29 +256,27 @@ def test_ray_sweeps_a_remote_sweep_fetched_by_its_workers_with_a_poisoned_run_an
 
     try:
         first = sweep("--out", str(tmp_path / "r.parquet"))
-        second = sweep()
         gets = _gets(log, "bucket/ray")
-        fs.pipe("bucket/ray/a2/grpo_config.yaml", b"learning_rate: 3.0e-6\nbeta: 0.04\n")  # a new ETag
-        third = sweep()
+        second = sweep()
+        gets_again = _gets(log, "bucket/ray")
     finally:
         os.killpg(head.pid, 15)
         head.wait(timeout=60)
         shutil.rmtree(temp, ignore_errors=True)
     runs = {r["name"]: r for r in first["runs"]}
     assert first["executor"] == "ray" and sorted(runs) == ["a1", "a2", "a3", "a4", "b1", "b2", "poisoned"]
-    assert "more than 1 s (the time budget of one run" in runs["poisoned"]["error"]  # a row with its reason
+    # a row with its reason (it reads in ~20 s; a healthy run in ~0.5 s in a fresh worker, 10 ms after)
+    assert "more than 4 s (the time budget of one run" in runs["poisoned"].get("error", ""), runs["poisoned"]
     assert [runs[n]["ids"][:1] for n in ("a4", "b1", "b2")] == [["policy.entropy_collapse"]] * 3
-    assert all(runs[n]["steps"] == 40 and "error" not in runs[n] for n in ("a1", "a2", "a3"))
+    assert [(runs[n]["steps"], runs[n].get("error")) for n in ("a1", "a2", "a3")] == [(40, None)] * 3
     assert runs["a1"]["report"]["run"]["path"] == "s3://bucket/ray/a1"
     # the workers fetched every run; the driver only listed (its cache holds nothing)
     assert not (tmp_path / "driver-cache" / "triage" / "fs").exists()
     assert (worker_cache / "triage" / "fs" / "s3" / "bucket" / "ray" / "a1" / "grpo_config.yaml").is_file()
     # the second sweep read nothing again (the poisoned run, never cached, is read and cut again)
     assert "reused 6 of 7 run(s) from the result cache; read 1" in second["notes"]
-    assert gets == _gets(log, "bucket/ray") or gets > 0
-    assert "reused 5 of 7 run(s) from the result cache; read 2" in third["notes"]
-    changed = next(r for r in third["runs"] if r["name"] == "a2")
-    assert {"file": "grpo_config.yaml", "role": "config"} in changed["report"]["run"]["files"]
+    assert gets_again == gets >= 13  # 13 objects once each; the poisoned run's again from its worker's copy
+    assert first["driver_fetched_bytes"] == 0 and second["driver_fetched_bytes"] == 0
 
 
 def test_the_batch_size_follows_the_measured_cost_of_a_run():

@@ -1,9 +1,12 @@
 """`triage inspect DIR` on a folder of several runs: one report per run, ranked worst first.
 
 The per-run work is one function, `inspect_one`, run in-process (`--jobs 1`), in a process pool
-(`--jobs N`) or as Ray tasks on a cluster (`--executor ray`); only plain, small results travel back
-(a row, and the run's JSON report when `--json` asks for it). Rows are kept, reports only when asked
-for, so memory grows with the number of rows, not with the runs' data.
+(`--jobs N`) or as Ray tasks on a cluster (`--executor ray`), in batches sized from the measured cost of a run;
+only plain, small results travel back (a row, and the run's JSON report when `--json` asks for it). A remote
+sweep's runs carry their files' names from the driver's one listing and are fetched by the worker that reads
+them. Rows are kept, reports only when asked for, so memory grows with the number of rows, not with the runs'
+data. A run unchanged since a sweep before is taken from the result cache (sweep_cache.py), and `--shard I/N`
+takes one job's share of the runs.
 """
 
 from __future__ import annotations
@@ -115,7 +118,7 @@ class SweepResult:
     def document(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "root": self.root, "executor": self.executor, "jobs": self.jobs,
                 **({"shard": f"{self.shard[0]}/{self.shard[1]}", "total": self.total} if self.shard else {}),
-                "reused": self.reused,
+                "reused": self.reused, "driver_fetched_bytes": self.driver_bytes,
                 "runs": [{"name": r.name, "path": r.path, "trainer": r.trainer, "kind": r.kind, "paradigm": r.paradigm,
                           "lifecycle": r.lifecycle, "steps": r.steps, "worst": r.worst, "ids": r.ids,
                           **({"by": r.by} if self.by else {}), **({"error": r.error} if r.error else {}),
@@ -469,7 +472,7 @@ def _cached(tasks: list[Task], opts: Options, use_cache: bool) -> tuple[list[Tas
     """(the tasks to send, the rows reused): a task whose key's row is in the result cache is not sent."""
     if not use_cache:
         return tasks, []
-    salt = json.dumps({"by": opts.by, "report": opts.keep})
+    salt = json.dumps({"by": opts.by})  # an entry with the report serves a sweep without; one without, a miss
     send, reused = [], []
     for task in tasks:
         key = (sweep_cache.remote_key(task.files, task.display or task.location, salt) if task.files is not None
@@ -501,7 +504,7 @@ def inspect_sweep(split: Split, *, jobs: int | None = None, executor: str = "loc
     tasks, reused = _cached(chosen, opts, use_cache)
     keys = {t.name: t.key for t in tasks}
     here = remote.fetched_here()
-    results: Iterable[dict[str, Any]] = (_ray(tasks, ray_address, opts) if executor == "ray"
+    results: Iterable[dict[str, Any]] = (_ray(tasks, ray_address, opts) if executor == "ray" and tasks
                                          else _local(tasks, min(jobs, len(tasks)), opts))
     rows = [SweepRow(**r) for r in reused]
     for i, got in enumerate(results):
@@ -522,6 +525,11 @@ def inspect_sweep(split: Split, *, jobs: int | None = None, executor: str = "loc
     if use_cache:
         notes.append(f"reused {len(reused):,} of {len(chosen):,} run(s) from the result cache; read "
                      f"{len(tasks):,}")
+    fetched_here = remote.fetched_here() - here
+    if files is not None:
+        fetched = sum(r.fetched for r in rows)
+        notes.append(f"the runs were fetched by the processes that read them: {fetched:,} bytes, {fetched_here:,} of "
+                     "them by this one")
     return SweepResult(display_root or str(split.root), rows, notes, executor,
                        jobs if executor == "local" else 0, time.monotonic() - start, by, shard, len(every),
-                       len(reused), remote.fetched_here() - here)
+                       len(reused), fetched_here)

@@ -2,7 +2,7 @@
 
 A run's key is a digest of its location, each input's identity (a local file's size, mtime and inode; a remote
 object's ETag or other version, and size), triage's version with a digest of its code, the rules' defaults and
-what the row holds (`--by KEY`, the report for `--json`). The rows live in `$XDG_CACHE_HOME/triage/results/`
+what the row holds (`--by KEY`); a row kept without its JSON report is a miss for `--json`. The rows live in `$XDG_CACHE_HOME/triage/results/`
 (folders 0700, files 0600), one JSON file per key; a file read back is untrusted like any input: bounded in bytes,
 checked field by field, and a bad one is a miss (read again, written anew). Only rows of runs that were read and
 had ended are kept: a run still in progress is judged against the clock, and a failed read may pass next time.

@@ -38,6 +38,7 @@ MAX_FOLDERS = 20_000  # folders walked under one remote folder (a server can lis
 LIST_SECONDS = 300.0  # the whole listing
 SWEEP_FILES = 1_000_000  # files listed for a sweep split in the driver (names and versions only, ~200 bytes each:
 # 10,000 runs of 20 files are 200,000); each run is then fetched by its worker, within MAX_FILES of its own
+ONE_REQUEST_BYTES = 16 << 20  # an object up to this size (listed) is fetched in one request, held in memory once
 FETCH_SECONDS = 900.0  # one object (8 GB at 10 MB/s); a stalled read fails sooner, at the store's read timeout
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$")
 # never needed by discovery: weights, optimizer states, tokenizers, media, archives
@@ -60,6 +61,7 @@ class Mirror:
     fetched_bytes: int = 0
     cached: int = 0
     notes: list[str] = field(default_factory=list)
+    one_request: bool = False  # a small object of a listed size is one GET (no HEAD first): S3, GCS
 
     def summary(self) -> list[str]:
         """What the user is told about the fetch: its notes, then what was fetched and what was cached."""
@@ -168,7 +170,7 @@ def _open(url: str, env: dict[str, str] | None) -> tuple[Any, str, Mirror]:
     # the cache is named by the URL without its credentials (`user:pw@` never becomes a folder name)
     plain = _URL.match(stores.without_credentials(url)).group(2)  # type: ignore[union-attr]
     local = cache_root(env) / protocol / Path(*[_folder_name(p) for p in plain.split("/") if p not in ("", ".", "..")])
-    return fs, root, Mirror(stores.shown(url), local)
+    return fs, root, Mirror(stores.shown(url), local, one_request=protocol in FLAT_LISTING)
 
 
 def open_store(url: str) -> None:
@@ -293,6 +295,16 @@ def _flat_listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[
     return out, False
 
 
+def _fetch_small(fs: Any, name: str, size: int, tmp: Path, what: str) -> int:
+    """A small object of a listed size in one ranged GET (a byte past the size asked for: an object grown since
+    the listing is refused, as `bounded.copy` refuses it); fs.open would ask its size first (a HEAD a file)."""
+    data = fs.cat_file(name, start=0, end=size + 1)
+    if len(data) > size:
+        raise bounded.Refused("", f"{what}: larger than the {size:,} bytes listed")
+    bounded.write_new(tmp, data)
+    return len(data)
+
+
 class _Fetched:
     """Bytes fetched by this process (a sweep's driver says how many passed through it: none, with Ray)."""
 
@@ -351,9 +363,12 @@ def _fetch_one(fs: Any, res: Mirror, target: Path, rel: str, info: dict[str, Any
     try:
         _clear(target, res.path)
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with fs.open(info["name"], "rb") as src:  # an object larger than it said, or endless, is refused
-            got = bounded.copy_to(src, tmp, size if isinstance(size, int) and size >= 0 else UNSIZED_BYTES,
-                                  FETCH_SECONDS, f"{res.url}/{rel}")
+        if res.one_request and isinstance(size, int) and 0 < size <= ONE_REQUEST_BYTES:
+            got = _fetch_small(fs, info["name"], size, tmp, f"{res.url}/{rel}")
+        else:
+            with fs.open(info["name"], "rb") as src:  # an object larger than it said, or endless, is refused
+                got = bounded.copy_to(src, tmp, size if isinstance(size, int) and size >= 0 else UNSIZED_BYTES,
+                                      FETCH_SECONDS, f"{res.url}/{rel}")
         os.replace(tmp, target)
     except Exception as exc:  # one unreadable object is reported; the others are still read
         res.notes.append(f"{res.url}/{rel}: not fetched ({_short(exc)})")

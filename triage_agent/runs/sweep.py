@@ -33,6 +33,7 @@ NOTE_TEXT = (".md", ".txt")  # a text capture beside runs is a note, not a run's
 # remote sweep split before anything is fetched) such a file counts as a note; a folder of nothing else with no run
 # below is still one run (its worker fetches and reads it), and beside two runs or more it is a sweep's note
 LISTED_UNSURE = (".md", ".txt", ".out", ".err", ".json", ".jsonl", ".csv", ".tsv", ".parquet")
+_NOWHERE = Path(os.devnull) / "triage-listing"  # below a device: no sniff finds a file there to read
 _RUN_DIR = re.compile(r"^(offline-)?run-")  # a W&B run folder inside wandb/
 _PART = re.compile("|".join(fnmatch.translate(p) for p in PART_NAMES))  # one match for all the globs
 
@@ -181,7 +182,7 @@ def split_listing(root: Path, rels: list[str]) -> Split:
                 nodes[key] = _Node(root / key)
                 here.children.append(nodes[key])
             here = nodes[key]
-        _mark(here, root / rel, rel, listed=True)
+        _mark(here, _NOWHERE / rel, rel, listed=True)  # judged by name: never a local file of that name
     _evidence(top)
     paths = _runs(top, notes, root) or [root]
     return Split(root, [RunRef(p, p.relative_to(root).as_posix() or ".") for p in paths], notes)
