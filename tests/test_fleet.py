@@ -231,7 +231,7 @@ def test_ray_sweeps_a_remote_sweep_fetched_by_its_workers_with_a_poisoned_run_an
     env, log = s3
     _sweep(tmp_path / "sweep")
     _hostile(tmp_path / "sweep")
-    fs = _upload(env, tmp_path / "sweep", "ray")
+    _upload(env, tmp_path / "sweep", "ray")
     port = _free_port()
     temp = Path("/tmp") / f"ray-f{os.getpid()}"  # Ray's socket paths must stay short
     worker_cache = tmp_path / "worker-cache"  # the workers' own cache: the driver's stays empty

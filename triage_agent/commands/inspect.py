@@ -54,18 +54,14 @@ def _remote(location: str, progress: Progress | None, now: float | None, *, run:
     listing = remote.list_sweep(location)
     base = location.rstrip("/")
     split = split_listing(listing.path, list(listing.files))
-    if run is not None:
-        picked = split.require(run, listing.url)
-        suffix = "" if picked.name == "." else "/" + picked.name
-        report = offline_report(load_run(base + suffix, progress, now, split=False,
-                                         display=listing.url + suffix))
-        report.notes[:0] = listing.notes
-        return report
-    if split.several and one_run_only:
+    if split.several and one_run_only and run is None:
         raise BadInput(f"{listing.url} holds {len(split.runs)} runs: {one_run_only}")
-    if not split.several and not as_sweep:
-        report = offline_report(load_run(base, progress, now, split=False, display=listing.url))
-        report.notes[:0] = listing.notes
+    if run is not None or not (split.several or as_sweep):  # one run: fetched here, from the listing it has
+        name = split.require(run, listing.url).name if run is not None else "."  # one run: the folder, as locally
+        suffix = "" if name == "." else "/" + name
+        m = remote.fetch_files(base + suffix, remote.by_run(listing.files, [name])[name], progress)
+        report = offline_report(load_run(m.path, progress, now, split=False, display=listing.url + suffix))
+        report.notes[:0] = [*listing.notes, *m.summary()]
         return report
     executor = sweep["executor"]
     result = inspect_sweep(split, progress=progress, now=now, display_root=listing.url,

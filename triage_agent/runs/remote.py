@@ -247,7 +247,7 @@ def fetch_files(url: str, files: dict[str, dict[str, Any]], progress: Callable[[
     fs, _, res = _open(url, env)
     cut = len(files) > MAX_FILES
     if cut:
-        res.notes.append(f"more than {MAX_FILES} files in the run: the rest were not fetched")
+        res.notes.append(f"more than {MAX_FILES} files under the remote folder: the rest were not fetched")
         files = dict(list(files.items())[:MAX_FILES])
     _fetch(fs, res, files, cut, progress)
     return res
@@ -285,6 +285,12 @@ def _flat_listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[
         parts = rel.split("/")
         if any(p.startswith(".") and p != ".hydra" for p in parts[:-1]) or len(parts) > depth:
             continue  # hidden folders are never read; deeper than discovery goes
+        if "" in parts[:-1]:  # `a//b`: what a walk lists as a nameless folder
+            empty = f"skipped the keys under {key[:len(root) + 1 + rel.index('//')][-120:]!r}: an empty folder " \
+                    "name ('//') cannot be read"
+            if empty not in notes:
+                notes.append(empty)
+            continue
         accepted = _accept(key, info, root, parts[-1], out, notes)
         if accepted is None:
             continue
