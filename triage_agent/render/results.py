@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from triage_agent import bounded
 from triage_agent.commands.sweep import SweepResult
 from triage_agent.errors import BadInput
 from triage_agent.findings.model import SEVERITY_RANK
@@ -76,9 +77,7 @@ def write(result: SweepResult, path: Path) -> int:
         if path.suffix.lower() == ".parquet":
             _parquet(rows, tmp)
         else:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                for row in rows:
-                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            bounded.write_new(tmp, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode())
         os.replace(tmp, path)
     except OSError as exc:
         raise BadInput(f"--out {path}: cannot write ({exc.strerror or exc})") from None
