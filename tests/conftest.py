@@ -15,6 +15,19 @@ SAMPLES = REPO / "sample_runs"
 REAL_RUNS = REPO.parent / "shared" / "real_runs"
 
 
+_CACHES = {"n": 0}
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own `$XDG_CACHE_HOME` (created only when used): a sweep's result cache kept by one test
+    (or the user's own, in ~/.cache) never answers another's, whose rules or profiles may be patched."""
+    if "base" not in _CACHES:
+        _CACHES["base"] = tmp_path_factory.mktemp("xdg-cache")  # type: ignore[assignment]
+    _CACHES["n"] += 1
+    monkeypatch.setenv("XDG_CACHE_HOME", str(Path(_CACHES["base"]) / str(_CACHES["n"])))  # type: ignore[arg-type]
+
+
 def write(root: Path, rel: str, content: Any) -> Path:
     """Write text, a JSON-able object (for .json), rows (list of dicts) or a DataFrame by suffix."""
     path = root / rel

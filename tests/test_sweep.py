@@ -309,7 +309,7 @@ def test_s3_sweep_reads_like_local_and_the_second_pass_only_from_the_cache(s3, t
     second = run("inspect", "s3://bucket/sweep", "--json", "--jobs", "2")
     assert _gets(log, "bucket/sweep") == after_first  # nothing fetched twice
     remote_doc, again = json.loads(first.stdout), json.loads(second.stdout)
-    assert any("fetched 0 file(s)" in n for n in again["notes"])
+    assert "reused 4 of 4 run(s) from the result cache; read 0" in again["notes"]
     local_doc = json.loads(run("inspect", str(local), "--json", "--jobs", "1").stdout)
 
     def comparable(doc: dict) -> list:
@@ -317,7 +317,8 @@ def test_s3_sweep_reads_like_local_and_the_second_pass_only_from_the_cache(s3, t
 
     assert comparable(remote_doc) == comparable(local_doc) == comparable(again)
     assert remote_doc["runs"][0]["report"]["run"]["path"].startswith("s3://bucket/sweep/")
-    assert any("not a safe file name: 'trl_healthy/odd\\\\name.log'" in n for n in remote_doc["notes"])
+    healthy = next(r for r in remote_doc["runs"] if r["name"] == "trl_healthy")["report"]
+    assert any("not a safe file name: 'odd\\\\name.log'" in n for n in healthy["notes"])  # said by its worker
     assert not list(tmp_path.rglob("escape.log"))  # the climbing key was never written anywhere
     # one run of the sweep, by URL, as for a local folder
     one = run("report", "s3://bucket/sweep/trl_entropy_collapse", "--offline", "--json")
@@ -372,19 +373,24 @@ def test_jobs_2_reads_runs_in_this_process_too_and_gives_the_rows_of_one_job(tmp
     for i in range(24):
         trl_state(tmp_path / f"r{i:02d}", [1.0 - 0.01 * j * (i % 2) * 3 for j in range(30)])
     split = split_runs(tmp_path)
-    tasks = sweep._tasks(split, None, False)
-    one = sorted(json.dumps(r, sort_keys=True) for r in sweep._local(tasks, 1, 0.0, False))
+    tasks = sweep._tasks(split, None)
+    opts = sweep.Options(0.0)
+
+    def rows(jobs: int) -> list[str]:  # the time each took aside
+        return sorted(json.dumps({**r, "seconds": 0}, sort_keys=True) for r in sweep._local(tasks, jobs, opts))
+
+    one = rows(1)
     here = []
     real = sweep.inspect_one
 
-    def tagged(*args):  # this process's module only: a worker imports its own, untouched
-        here.append(args[1])
-        return real(*args)
+    def tagged(task, opts):  # this process's module only: a worker imports its own, untouched
+        here.append(task.name)
+        return real(task, opts)
 
     monkeypatch.setattr(sweep, "inspect_one", tagged)
-    two = sorted(json.dumps(r, sort_keys=True) for r in sweep._local(tasks, 2, 0.0, False))
+    two = rows(2)
     assert two == one and len(one) == 24
-    # 24 runs in batches of 1 (24 // (2 * 8)): the feeder takes two for the worker, this process the next
+    # 24 runs in batches of at most 6 (a quarter of what remains, for two workers): this process reads some
     assert 1 <= len(here) <= 24
 
 
@@ -401,7 +407,7 @@ t.start()
 print("method with a thread:", sweep._context(mp).get_start_method())
 held.set(); t.join()
 print("buffered before the pool")  # in this process's stdout buffer (a pipe) when the workers fork
-rows = list(sweep._local(sweep._tasks(split_runs(Path(sys.argv[1])), None, False), 2, 0.0, False))
+rows = list(sweep._local(sweep._tasks(split_runs(Path(sys.argv[1])), None), 2, sweep.Options(0.0)))
 print("rows:", len(rows))
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from triage_agent.cli.base import Command, emit, fail_code, progress, report_flags, write_html
+from triage_agent.cli.base import Command, emit, fail_code, literal, progress, report_flags, write_html
 from triage_agent.errors import BadInput
 
 if TYPE_CHECKING:
@@ -18,6 +18,14 @@ def arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--executor", choices=("local", "ray"), default="local",
                     help="where a sweep's runs are inspected: local processes, or Ray tasks (extra [ray])")
     sp.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS, else a local one)")
+    sp.add_argument("--out", metavar="FILE", help="a sweep's table of results: one row per run and per finding "
+                    "(FILE.parquet or FILE.jsonl; schema triage.results/v1, see the README)")
+    sp.add_argument("--by", metavar="KEY", help="a sweep's finding prevalence by a config key (e.g. learning_rate) "
+                    "or trainer/paradigm/kind/lifecycle: the share of runs with each finding per value")
+    sp.add_argument("--shard", metavar="I/N", help="this job's share of a sweep split over N jobs (0 <= I < N); "
+                    "each job takes its runs by a digest of their names and writes its own --out")
+    sp.add_argument("--no-cache", action="store_true",
+                    help="read every run of a sweep again (else unchanged runs are taken from the result cache)")
     sp.add_argument("--at", type=int, metavar="STEP",
                     help="why at step STEP: every series around that step and the findings whose onset is near it")
     sp.add_argument("--window", type=int, metavar="K", default=5,
@@ -26,7 +34,9 @@ def arguments(sp: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.commands.inspect import inspect
-    from triage_agent.commands.sweep import SweepResult
+    from triage_agent.commands.sweep import SweepResult, parse_shard
+    from triage_agent.render.results import check_path
+    from triage_agent.render.results import write as write_table
 
     if args.jobs is not None and args.jobs < 1:
         raise BadInput("--jobs takes a number of processes >= 1")
@@ -37,13 +47,24 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise BadInput("--at shows a step window: it takes --json, not --html or --fail-on")
         emit(out, args.json, inspect_window(args.run, args.at, args.window, run=args.pick))
         return 0
+    fleet = args.out is not None or args.by is not None or args.shard is not None
+    if fleet and (args.html or args.pick):
+        raise BadInput("--out, --by and --shard are about a sweep: they take no --html or --run")
+    table = check_path(args.out) if args.out else None
     report = inspect(args.run, progress(err), run=args.pick, jobs=args.jobs, executor=args.executor,
                      ray_address=args.ray_address, keep_reports=args.json,
                      one_run_only="--html shows one run: pick one with --run NAME, or put runs side by side with "
-                                  "`triage compare A B --html FILE`" if args.html else None)
+                                  "`triage compare A B --html FILE`" if args.html else None,
+                     by=args.by, shard=parse_shard(args.shard) if args.shard else None, use_cache=not args.no_cache,
+                     as_sweep=fleet)
     if isinstance(report, SweepResult):
+        if table is not None:
+            written = write_table(report, table)
+            err.print(literal(f"wrote {written:,} rows ({len(report.rows):,} runs) to {table}", "dim"))
         emit(out, args.json, report)
         return 1 if report.fails(args.fail_on) else 0
+    if fleet:  # one file given as the run: no sweep to tabulate
+        raise BadInput(f"{args.run}: --out, --by and --shard take a folder of runs (or a remote one)")
     write_html(report, args.html, err)
     emit(out, args.json, report)
     return fail_code(report, args.fail_on)

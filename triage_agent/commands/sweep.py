@@ -1,29 +1,65 @@
 """`triage inspect DIR` on a folder of several runs: one report per run, ranked worst first.
 
 The per-run work is one function, `inspect_one`, run in-process (`--jobs 1`), in a process pool
-(`--jobs N`) or as Ray tasks on a cluster (`--executor ray`); only plain, small results travel back
-(a row, and the run's JSON report when `--json` asks for it). Rows are kept, reports only when asked
-for, so memory grows with the number of rows, not with the runs' data.
+(`--jobs N`) or as Ray tasks on a cluster (`--executor ray`), in batches sized from the measured cost of a run;
+only plain, small results travel back (a row, and the run's JSON report when `--json` asks for it). A remote
+sweep's runs carry their files' names from the driver's one listing and are fetched by the worker that reads
+them. Rows are kept, reports only when asked for, so memory grows with the number of rows, not with the runs'
+data. A run unchanged since a sweep before is taken from the result cache (sweep_cache.py), and `--shard I/N`
+takes one job's share of the runs.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from triage_agent import redact
+from triage_agent.commands import sweep_cache
 from triage_agent.errors import BadInput, TriageError, Unreachable
 from triage_agent.extras import install_hint
 from triage_agent.findings.model import SEVERITY_RANK
-from triage_agent.runs import budget
+from triage_agent.runs import budget, remote, stores
 from triage_agent.runs.sweep import Split
 
 SCHEMA = "triage.sweep/v1"
 EXECUTORS = ("local", "ray")
-RAY_IN_FLIGHT = 4  # Ray tasks submitted per cluster CPU at a time: the driver never holds the whole queue
+RAY_IN_FLIGHT = 2  # Ray tasks (batches) submitted per cluster CPU at a time: the driver never holds the whole queue
+# a task (a batch of runs) aims at this long: Ray's guide puts a task's overhead near 1 ms and sees no gain from
+# tasks under ~10 ms; a run of a small sweep takes ~2-20 ms (more with its fetch), so runs go in batches
+TASK_SECONDS = 0.5
+MAX_BATCH = 64  # runs in one task, at most (a batch that fails is retried run by run)
+FIRST_COST = 0.03  # seconds a run is taken to cost before one is measured
+BY_FIELDS = ("trainer", "paradigm", "kind", "lifecycle")  # --by KEY: these are the run's own; other keys are config
+MAX_NUMBERS = 20  # key numbers of one finding kept in its row (its evidence's top-level numbers)
 Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run of a sweep, as sent to a worker: where it is, its name, how it is shown, and for a remote run the
+    listing of its files (the worker fetches them: nothing passes through the driver)."""
+
+    location: str
+    name: str
+    display: str | None = None
+    files: dict[str, dict[str, Any]] | None = None
+    key: str | None = None  # the result cache's key, when the run has one
+
+
+@dataclass(frozen=True)
+class Options:
+    now: float
+    keep: bool = False  # the run's JSON report travels back (--json)
+    by: str | None = None  # --by KEY: the value of KEY is in the row
 
 
 @dataclass
@@ -32,11 +68,18 @@ class SweepRow:
     path: str
     trainer: str | None = None
     kind: str | None = None
+    paradigm: str | None = None
+    lifecycle: str | None = None
     steps: int | None = None
     worst: str | None = None  # the most severe finding's severity; None when there is none
     ids: list[str] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # id, severity, onset, title, numbers
+    by: str | None = None  # the value of --by KEY for this run ("(not set)" never: None)
     error: str | None = None
     report: dict[str, Any] | None = None
+    seconds: float = 0.0  # reading it (and fetching it) in its worker; 0 when reused
+    fetched: int = 0  # bytes its worker fetched
+    cached: bool = False  # reused from the result cache
 
     @property
     def rank(self) -> tuple[int, int, str]:
@@ -53,6 +96,11 @@ class SweepResult:
     executor: str = "local"
     jobs: int = 1
     seconds: float = 0.0
+    by: str | None = None
+    shard: tuple[int, int] | None = None
+    total: int = 0  # runs in the sweep (a shard's rows are its share of them)
+    reused: int = 0  # rows taken from the result cache
+    driver_bytes: int = 0  # bytes of runs fetched by this process (none when the workers fetch them all)
 
     @property
     def worst(self) -> str | None:
@@ -63,12 +111,59 @@ class SweepResult:
         return bool(severity) and any(r.worst and SEVERITY_RANK[r.worst] <= SEVERITY_RANK[severity or "info"]
                                       for r in self.rows)
 
+    def prevalence(self) -> list[Prevalence]:
+        """--by KEY: per value, the runs read and how many of them have each finding (errors left out)."""
+        return prevalence(self.rows) if self.by else []
+
     def document(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "root": self.root, "executor": self.executor, "jobs": self.jobs,
-                "runs": [{"name": r.name, "path": r.path, "trainer": r.trainer, "kind": r.kind, "steps": r.steps,
-                          "worst": r.worst, "ids": r.ids, **({"error": r.error} if r.error else {}),
+                **({"shard": f"{self.shard[0]}/{self.shard[1]}", "total": self.total} if self.shard else {}),
+                "reused": self.reused, "driver_fetched_bytes": self.driver_bytes,
+                "runs": [{"name": r.name, "path": r.path, "trainer": r.trainer, "kind": r.kind, "paradigm": r.paradigm,
+                          "lifecycle": r.lifecycle, "steps": r.steps, "worst": r.worst, "ids": r.ids,
+                          **({"by": r.by} if self.by else {}), **({"error": r.error} if r.error else {}),
                           **({"report": r.report} if r.report is not None else {})} for r in self.rows],
+                **({"by": {"key": self.by, "values": [p.document() for p in self.prevalence()]}} if self.by else {}),
                 "notes": self.notes}
+
+
+@dataclass
+class Prevalence:
+    value: str | None  # None: runs without the key
+    runs: int
+    counts: dict[str, int]  # finding id -> runs with it
+
+    def share(self, finding: str) -> float:
+        return self.counts.get(finding, 0) / self.runs if self.runs else 0.0
+
+    def document(self) -> dict[str, Any]:
+        return {"value": self.value, "runs": self.runs,
+                "findings": {k: {"runs": n, "share": round(n / self.runs, 4)} for k, n in self.counts.items()}}
+
+
+def _value_order(value: str | None) -> tuple[int, float, str]:
+    """Values in their numeric order when they are numbers (1e-06 before 1e-05), else by text; unset last."""
+    if value is None:
+        return (2, 0.0, "")
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def prevalence(rows: Iterable[SweepRow]) -> list[Prevalence]:
+    groups: dict[str | None, Prevalence] = {}
+    for r in rows:
+        if r.error:
+            continue
+        g = groups.setdefault(r.by, Prevalence(r.by, 0, {}))
+        g.runs += 1
+        for fid in set(r.ids):
+            g.counts[fid] = g.counts.get(fid, 0) + 1
+    out = sorted(groups.values(), key=lambda p: _value_order(p.value))
+    for p in out:
+        p.counts = dict(sorted(p.counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return out
 
 
 def _steps(run: Any) -> int | None:
@@ -81,49 +176,118 @@ def _steps(run: Any) -> int | None:
     return max(logged) if logged else None
 
 
-def inspect_one(location: str, name: str, display: str | None, now: float, keep_report: bool) -> dict[str, Any]:
-    """One run of a sweep: its row (and JSON report when asked). The same in every executor."""
-    from triage_agent.report import offline_report
-    from triage_agent.runs.load import load_run
-
-    row: dict[str, Any] = {"name": name, "path": display or location}
-    try:
-        with budget.run_budget():  # a run past its budget is a row that says so; the other runs still report
-            report = offline_report(load_run(location, now=now, split=False, display=display))
-    except TriageError as exc:
-        row["error"] = str(exc)
-        return row
-    except budget.OverBudget as exc:
-        row["error"] = str(exc)
-        return row
-    except MemoryError:
-        row["error"] = budget.out_of_memory()
-        return row
-    ranked = sorted(report.findings, key=lambda f: SEVERITY_RANK[f.severity])
-    row.update(trainer=report.run.trainer, kind=report.run.kind, steps=_steps(report.run),
-               worst=ranked[0].severity if ranked else None, ids=[f.id for f in ranked])
-    if keep_report:
-        row["report"] = report.document()
-    return row
+def _by_value(run: Any, key: str) -> str | None:
+    """--by KEY's value in a run: one of its own fields, else its config's (a dotted key or a leaf), as text."""
+    if key in BY_FIELDS:
+        got = getattr(run, key)
+    else:
+        cv = run.config(key)
+        got = None if cv is None else cv.value
+    if got is None:
+        return None
+    return redact.text(got if isinstance(got, str) else json.dumps(got, default=str))[:200]
 
 
-def _tasks(split: Split, display_root: str | None, by_url: bool) -> list[tuple[str, str, str | None]]:
-    """(location, name, display) per run. A remote sweep's runs are shown by their URLs; Ray tasks get
-    the URL itself (the worker may be on another machine: it fetches into its own cache)."""
-    out = []
-    for r in split.runs:
-        shown = (display_root.rstrip("/") + ("" if r.name == "." else "/" + r.name)) if display_root else None
-        out.append((shown if by_url and shown else str(r.path), r.name, shown))
+def _numbers(evidence: dict[str, Any]) -> dict[str, float]:
+    """A finding's key numbers: its evidence's top-level numbers (finite), at most MAX_NUMBERS."""
+    out: dict[str, float] = {}
+    for k, v in evidence.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and len(out) < MAX_NUMBERS:
+            out[str(k)[:100]] = v
     return out
 
 
-def _local(tasks: list[tuple[str, str, str | None]], jobs: int, now: float, keep: bool) -> Iterator[dict[str, Any]]:
+def _failed(task: Task, error: str, started: float, fetched: int = 0) -> dict[str, Any]:
+    return {"name": task.name, "path": task.display or task.location, "error": error,
+            "seconds": time.monotonic() - started, "fetched": fetched}
+
+
+def inspect_one(task: Task, opts: Options) -> dict[str, Any]:
+    """One run of a sweep: its row (and JSON report when asked). The same in every executor. A remote run's files
+    are fetched here, in the worker, within the run's budget."""
+    from triage_agent.report import offline_report
+    from triage_agent.runs.load import load_run
+
+    started = time.monotonic()
+    fetched = 0
+    try:
+        if task.files is not None:  # the store's client, imported and opened before the run's budget starts
+            remote.open_store(task.location)
+        with budget.run_budget():  # a run past its budget is a row that says so; the other runs still report
+            location: str | Path = task.location
+            notes: list[str] = []
+            if task.files is not None:
+                got = remote.fetch_files(task.location, task.files)
+                location, fetched, notes = got.path, got.fetched_bytes, got.summary()
+            report = offline_report(load_run(location, now=opts.now, split=False,
+                                             display=task.display or (task.location if task.files else None)))
+            report.notes[:0] = notes
+    except (TriageError, budget.OverBudget) as exc:
+        return _failed(task, str(exc), started, fetched)
+    except MemoryError:
+        return _failed(task, budget.out_of_memory(), started, fetched)
+    ranked = sorted(report.findings, key=lambda f: SEVERITY_RANK[f.severity])
+    run = report.run
+    row: dict[str, Any] = {
+        "name": task.name, "path": task.display or task.location, "trainer": run.trainer, "kind": run.kind,
+        "paradigm": run.paradigm, "lifecycle": run.lifecycle, "steps": _steps(run),
+        "worst": ranked[0].severity if ranked else None, "ids": [f.id for f in ranked],
+        "findings": [{"id": f.id, "severity": f.severity, "onset": f.onset_step, "title": redact.text(f.title),
+                      "numbers": _numbers(f.evidence)} for f in ranked],
+        "by": _by_value(run, opts.by) if opts.by else None, "fetched": fetched}
+    if opts.keep:
+        row["report"] = report.document()
+    row["seconds"] = time.monotonic() - started
+    return row
+
+
+def inspect_batch(batch: list[Task], opts: Options) -> list[dict[str, Any]]:
+    """A few runs of a sweep in one worker task (see `_local`, `_ray`)."""
+    return [inspect_one(task, opts) for task in batch]
+
+
+class Cost:
+    """The measured seconds per run, for the size of the next batch (shared by the threads of `_local`)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.runs = 0.0, 0
+
+    def add(self, rows: Iterable[dict[str, Any]]) -> None:
+        for r in rows:
+            self.seconds += float(r.get("seconds") or 0.0)
+            self.runs += 1
+
+    def batch(self, remaining: int, workers: int) -> int:
+        """Runs in the next task: about TASK_SECONDS of work, at most MAX_BATCH, and never so many that a worker
+        would sit idle while another holds the last runs (a share of what remains for each worker, halved)."""
+        per_run = self.seconds / self.runs if self.runs else FIRST_COST
+        size = int(TASK_SECONDS / max(per_run, 1e-4))
+        return max(1, min(MAX_BATCH, size, -(-remaining // (2 * max(1, workers)))))
+
+
+def _tasks(split: Split, display_root: str | None, base_url: str | None = None,
+           files: dict[str, dict[str, dict[str, Any]]] | None = None) -> list[Task]:
+    """A task per run. A remote sweep's runs are given by their URLs below `base_url` with their files from the
+    driver's listing; each worker fetches its own (the worker may be on another machine, with its own cache)."""
+    out = []
+    for r in split.runs:
+        shown = (display_root.rstrip("/") + ("" if r.name == "." else "/" + r.name)) if display_root else None
+        if base_url is not None and files is not None:
+            url = base_url.rstrip("/") + ("" if r.name == "." else "/" + r.name)
+            out.append(Task(url, r.name, shown, files.get(r.name, {})))
+        else:
+            out.append(Task(str(r.path), r.name, shown))
+    return out
+
+
+def _local(tasks: list[Task], jobs: int, opts: Options) -> Iterator[dict[str, Any]]:
     """The runs read by `jobs` processes: this one and jobs - 1 workers, taking batches from one queue. This
     process starts reading at once, while the workers start (~0.7 s for the imports), and reads on while they
-    do (it was idle, waiting for results: --jobs 2 gave 1.4x instead of 2x)."""
+    do (it was idle, waiting for results: --jobs 2 gave 1.4x instead of 2x). Batches are sized from the measured
+    cost of a run (`Cost`): one message per small run cost about as much as reading it."""
     if jobs <= 1:
-        for loc, name, shown in tasks:
-            yield inspect_one(loc, name, shown, now, keep)
+        for task in tasks:
+            yield inspect_one(task, opts)
         return
     import multiprocessing as mp
     import queue
@@ -132,15 +296,21 @@ def _local(tasks: list[tuple[str, str, str | None]], jobs: int, now: float, keep
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     ctx = _context(mp)
-    # runs are taken a few at a time: one message per small run cost about as much as reading it
-    size = max(1, min(16, len(tasks) // (jobs * 8)))
-    batches = deque(tasks[i:i + size] for i in range(0, len(tasks), size))
+    waiting = deque(tasks)
+    cost = Cost()
     lock, stop = threading.Lock(), threading.Event()
     results: queue.Queue[list[dict[str, Any]] | BaseException | None] = queue.Queue()
 
-    def take() -> list[tuple[str, str, str | None]] | None:
+    def take() -> list[Task] | None:
         with lock:
-            return batches.popleft() if batches and not stop.is_set() else None
+            if not waiting or stop.is_set():
+                return None
+            return [waiting.popleft() for _ in range(min(len(waiting), cost.batch(len(waiting), jobs)))]
+
+    def measured(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        with lock:
+            cost.add(rows)
+        return rows
 
     def feed(pool: ProcessPoolExecutor, early: Future[list[dict[str, Any]]] | None) -> None:
         """Keeps each worker two batches ahead until the queue is empty; their rows go to `results`."""
@@ -148,12 +318,12 @@ def _local(tasks: list[tuple[str, str, str | None]], jobs: int, now: float, keep
             running: set[Future[list[dict[str, Any]]]] = {early} if early is not None else set()
             while True:
                 while len(running) < 2 * (jobs - 1) and (batch := take()) is not None:
-                    running.add(pool.submit(inspect_batch, batch, now, keep))
+                    running.add(pool.submit(inspect_batch, batch, opts))
                 if not running:
                     break
                 finished, running = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    results.put(fut.result())
+                    results.put(measured(fut.result()))
         except BaseException as exc:  # noqa: BLE001  # a worker's failure is raised in this process, below
             results.put(exc)
         finally:
@@ -177,12 +347,12 @@ def _local(tasks: list[tuple[str, str, str | None]], jobs: int, now: float, keep
     with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx) as pool:
         # the first submit starts the workers: from this thread, before the feeder's exists (a fork sees one thread)
         first = take()
-        early = pool.submit(inspect_batch, first, now, keep) if first is not None else None
+        early = pool.submit(inspect_batch, first, opts) if first is not None else None
         feeder = threading.Thread(target=feed, args=(pool, early), name="triage-sweep-feed", daemon=True)
         feeder.start()
         try:
             while (batch := take()) is not None:
-                yield from inspect_batch(batch, now, keep)
+                yield from measured(inspect_batch(batch, opts))
                 yield from drained(block=False)
             yield from drained(block=True)  # the workers' last batches, until the feeder is done
         finally:
@@ -207,11 +377,6 @@ def _context(mp: Any) -> Any:
     return ctx
 
 
-def inspect_batch(batch: list[tuple[str, str, str | None]], now: float, keep: bool) -> list[dict[str, Any]]:
-    """A few runs of a sweep in one worker task (see `_local`)."""
-    return [inspect_one(loc, name, shown, now, keep) for loc, name, shown in batch]
-
-
 RAY_CONNECT_SECONDS = 5.0  # Ray itself retries an unreachable head for minutes before it gives up
 
 
@@ -233,8 +398,7 @@ def _reachable(address: str | None) -> None:
                           "running, on that port?") from None
 
 
-def _ray(tasks: list[tuple[str, str, str | None]], address: str | None, now: float,
-         keep: bool) -> Iterator[dict[str, Any]]:
+def _ray(tasks: list[Task], address: str | None, opts: Options) -> Iterator[dict[str, Any]]:
     try:
         import ray
     except ImportError:
@@ -249,33 +413,104 @@ def _ray(tasks: list[tuple[str, str, str | None]], address: str | None, now: flo
         except Exception as exc:  # noqa: BLE001 - Ray's connection errors come in many types
             raise BadInput(f"cannot start or reach Ray ({type(exc).__name__}: {str(exc)[:200]})") from None
     try:
-        remote = ray.remote(inspect_one).options(num_cpus=1, max_retries=1)
-        limit = max(1, int(ray.cluster_resources().get("CPU", 1)) * RAY_IN_FLIGHT)  # type: ignore[no-untyped-call]
-        queue, pending = list(tasks), []  # type: list[tuple[str, str, str | None]], list[Any]
-        while queue or pending:
-            while queue and len(pending) < limit:
-                loc, name, shown = queue.pop(0)
-                pending.append(remote.remote(loc, name, shown, now, keep))
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                yield ray.get(ref)
+        yield from _ray_batches(ray, tasks, opts)
     finally:
         if started_here:
             ray.shutdown()
 
 
+def _ray_batches(ray: Any, tasks: list[Task], opts: Options) -> Iterator[dict[str, Any]]:
+    """Batches of runs as Ray tasks, a few per CPU in flight, sized from the measured cost of a run; the rows of
+    each batch as it ends. A batch whose task fails (its worker died: a crash, the OOM killer) is sent again run
+    by run, so one poisoned run is a row with its reason and the others of its batch are read."""
+    from collections import deque
+
+    remote = ray.remote(inspect_batch).options(num_cpus=1, max_retries=0)
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    waiting, alone = deque(tasks), deque()  # type: deque[Task], deque[Task]
+    pending: dict[Any, list[Task]] = {}
+    cost = Cost()
+    while waiting or alone or pending:
+        while (waiting or alone) and len(pending) < cpus * RAY_IN_FLIGHT:
+            batch = [alone.popleft()] if alone else \
+                [waiting.popleft() for _ in range(min(len(waiting), cost.batch(len(waiting), cpus)))]
+            pending[remote.remote(batch, opts)] = batch
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            batch = pending.pop(ref)
+            try:
+                rows = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                if len(batch) > 1:
+                    alone.extend(batch)
+                    continue
+                rows = [_failed(batch[0], f"not read: its Ray task failed ({stores.short(exc)[:160]})",
+                                time.monotonic())]
+            cost.add(rows)
+            yield from rows
+
+
+SHARD = re.compile(r"^(\d+)/(\d+)$")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`i/N` (0 <= i < N): this job's share of a sweep split over N independent jobs."""
+    m = SHARD.match(text.strip())
+    if m is None or not 0 <= int(m.group(1)) < int(m.group(2)) <= 100_000:
+        raise BadInput(f"--shard {text!r}: give i/N with 0 <= i < N (e.g. 0/4 .. 3/4: $SLURM_ARRAY_TASK_ID/N)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def in_shard(name: str, shard: tuple[int, int]) -> bool:
+    """Whether the run named `name` (its path below the sweep) is shard i's of N: by a digest of the name, so
+    every job, listing on its own, agrees on each run's shard whatever else it lists."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).digest()
+    return int.from_bytes(digest[:8], "big") % shard[1] == shard[0]
+
+
+def _cached(tasks: list[Task], opts: Options, use_cache: bool) -> tuple[list[Task], list[dict[str, Any]]]:
+    """(the tasks to send, the rows reused): a task whose key's row is in the result cache is not sent."""
+    if not use_cache:
+        return tasks, []
+    salt = json.dumps({"by": opts.by})  # an entry with the report serves a sweep without; one without, a miss
+    send, reused = [], []
+    for task in tasks:
+        key = (sweep_cache.remote_key(task.files, task.display or task.location, salt) if task.files is not None
+               else sweep_cache.local_key(Path(task.location), task.display or task.location, salt))
+        row = sweep_cache.load(key, opts.keep) if key else None
+        if row is not None:
+            reused.append({**row, "name": task.name, "path": task.display or task.location, "cached": True})
+        else:
+            send.append(replace(task, key=key))
+    return send, reused
+
+
+CACHED_FIELDS = tuple(sweep_cache.ROW_FIELDS)
+
+
 def inspect_sweep(split: Split, *, jobs: int | None = None, executor: str = "local", ray_address: str | None = None,
                   keep_reports: bool = False, progress: Progress | None = None, now: float | None = None,
-                  display_root: str | None = None) -> SweepResult:
-    """Inspect every run of a split folder; rows ranked worst first (errors on top)."""
+                  display_root: str | None = None, base_url: str | None = None,
+                  files: dict[str, dict[str, dict[str, Any]]] | None = None, by: str | None = None,
+                  shard: tuple[int, int] | None = None, use_cache: bool = True) -> SweepResult:
+    """Inspect every run of a split folder (or this shard's share of them); rows ranked worst first (errors on
+    top). Runs unchanged since a sweep before are taken from the result cache; the others are read (and fetched,
+    for a remote sweep, by their workers)."""
     start = time.monotonic()
-    now = time.time() if now is None else now
+    opts = Options(time.time() if now is None else now, keep_reports, by)
     jobs = max(1, jobs or os.cpu_count() or 1)
-    tasks = _tasks(split, display_root, by_url=executor == "ray")
-    results: Iterable[dict[str, Any]] = (_ray(tasks, ray_address, now, keep_reports) if executor == "ray"
-                                         else _local(tasks, min(jobs, len(tasks)), now, keep_reports))
-    rows: list[SweepRow] = []
+    every = _tasks(split, display_root, base_url, files)
+    chosen = [t for t in every if in_shard(t.name, shard)] if shard else every
+    tasks, reused = _cached(chosen, opts, use_cache)
+    keys = {t.name: t.key for t in tasks}
+    here = remote.fetched_here()
+    results: Iterable[dict[str, Any]] = (_ray(tasks, ray_address, opts) if executor == "ray" and tasks
+                                         else _local(tasks, min(jobs, len(tasks)), opts))
+    rows = [SweepRow(**r) for r in reused]
     for i, got in enumerate(results):
+        key = keys.get(got["name"])
+        if use_cache and key and not got.get("error") and got.get("lifecycle") != "in_progress":
+            sweep_cache.store(key, {k: got[k] for k in CACHED_FIELDS if k in got})
         rows.append(SweepRow(**got))
         if progress:
             progress(got["name"], i, len(tasks))
@@ -284,5 +519,17 @@ def inspect_sweep(split: Split, *, jobs: int | None = None, executor: str = "loc
         # nothing was inspected: the same one-line refusal (exit 2) as a single folder with nothing recognisable
         raise BadInput(f"{display_root or split.root}: none of its {len(rows)} folders holds a recognisable run "
                        f"(first: {rows[0].error})")
-    return SweepResult(display_root or str(split.root), rows, list(split.notes), executor,
-                       jobs if executor == "local" else 0, time.monotonic() - start)
+    notes = list(split.notes)
+    if shard:
+        notes.append(f"shard {shard[0]}/{shard[1]}: {len(chosen):,} of the sweep's {len(every):,} runs")
+    if use_cache:
+        notes.append(f"reused {len(reused):,} of {len(chosen):,} run(s) from the result cache; read "
+                     f"{len(tasks):,}")
+    fetched_here = remote.fetched_here() - here
+    if files is not None:
+        fetched = sum(r.fetched for r in rows)
+        notes.append(f"the runs were fetched by the processes that read them: {fetched:,} bytes, {fetched_here:,} of "
+                     "them by this one")
+    return SweepResult(display_root or str(split.root), rows, notes, executor,
+                       jobs if executor == "local" else 0, time.monotonic() - start, by, shard, len(every),
+                       len(reused), fetched_here)

@@ -30,8 +30,10 @@ def _tally(rows: list[SweepRow]) -> str:
 def render(result: SweepResult, console: Console) -> None:
     tally = _tally(result.rows)
     how = f"{result.jobs} job(s)" if result.executor == "local" else "Ray"
-    console.print(literal(f"{result.root}: {len(result.rows)} runs ({tally}) · {result.seconds:.1f} s · {how}",
-                          "bold"))
+    shard = f" · shard {result.shard[0]}/{result.shard[1]} of {result.total}" if result.shard else ""
+    reused = f" · {result.reused} reused" if result.reused else ""
+    console.print(literal(f"{result.root}: {len(result.rows)} runs ({tally}) · {result.seconds:.1f} s · {how}"
+                          f"{shard}{reused}", "bold"))
     t = LiteralTable(expand=False)
     for col in ("#", "run", "trainer", "steps", "worst", "findings"):
         t.add_column(col, justify="right" if col in ("#", "steps") else "left")
@@ -47,7 +49,36 @@ def render(result: SweepResult, console: Console) -> None:
     if rest:
         console.print(literal(f"... and {len(rest)} more runs ({_tally(rest)}), not shown: --json lists every run",
                               "dim"))
+    if result.by:
+        _prevalence(result, console)
     for note in result.notes:
         console.print(literal(f"note: {note}", "dim"))
     if result.rows:
         console.print(literal(f"one run in full: triage inspect {result.root} --run {result.rows[0].name}", "dim"))
+
+
+MAX_FINDINGS = 6  # --by: the most prevalent findings get a column each; the rest are counted
+MAX_VALUES = 50  # --by: values shown (the table of results has them all)
+
+
+def _prevalence(result: SweepResult, console: Console) -> None:
+    """--by KEY: a row per value of KEY, the share of its runs with each of the most prevalent findings."""
+    groups = result.prevalence()
+    total: dict[str, int] = {}
+    for g in groups:
+        for fid, n in g.counts.items():
+            total[fid] = total.get(fid, 0) + n
+    top = sorted(total, key=lambda f: (-total[f], f))[:MAX_FINDINGS]
+    console.print(literal(f"finding prevalence by {result.by} (share of runs with it, runs):", "bold"))
+    t = LiteralTable(expand=False)
+    t.add_column(str(result.by))
+    t.add_column("runs", justify="right")
+    for fid in top:
+        t.add_column(fid, justify="right")
+    for g in groups[:MAX_VALUES]:
+        t.add_row("(not set)" if g.value is None else g.value, str(g.runs),
+                  *(f"{g.share(f):.0%} ({g.counts.get(f, 0)})" for f in top))
+    console.print(t)
+    if len(total) > len(top) or len(groups) > MAX_VALUES:
+        console.print(literal(f"{len(total) - len(top)} more finding(s), {max(0, len(groups) - MAX_VALUES)} more "
+                              "value(s): --json or --out has them all", "dim"))

@@ -36,6 +36,9 @@ MAX_FILE_BYTES = 8 << 30  # a bigger object is not fetched (a week of console ou
 UNSIZED_BYTES = 256 << 20  # an object whose size is not listed (an HTTP body without a length) is cut here
 MAX_FOLDERS = 20_000  # folders walked under one remote folder (a server can list new folders forever)
 LIST_SECONDS = 300.0  # the whole listing
+SWEEP_FILES = 1_000_000  # files listed for a sweep split in the driver (names and versions only, ~200 bytes each:
+# 10,000 runs of 20 files are 200,000); each run is then fetched by its worker, within MAX_FILES of its own
+ONE_REQUEST_BYTES = 16 << 20  # an object up to this size (listed) is fetched in one request, held in memory once
 FETCH_SECONDS = 900.0  # one object (8 GB at 10 MB/s); a stalled read fails sooner, at the store's read timeout
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$")
 # never needed by discovery: weights, optimizer states, tokenizers, media, archives
@@ -44,6 +47,9 @@ SKIP_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".npy", ".npz",
                  ".mp4", ".html", ".pkl", ".pickle", ".distcp", ".db", ".sqlite")
 SKIP_NAMES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json",
               "added_tokens.json", "generation_config.json", "model.safetensors.index.json", "latest")
+# stores with one flat, paged listing of every key below a prefix (S3: 1,000 keys a request); the others are
+# walked folder by folder, within MAX_FOLDERS
+FLAT_LISTING = ("s3", "s3a", "gs", "gcs")
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "hf": "hf", "http": "http", "https": "http"}
 
 
@@ -55,6 +61,7 @@ class Mirror:
     fetched_bytes: int = 0
     cached: int = 0
     notes: list[str] = field(default_factory=list)
+    one_request: bool = False  # a small object of a listed size is one GET (no HEAD first): S3, GCS
 
     def summary(self) -> list[str]:
         """What the user is told about the fetch: its notes, then what was fetched and what was cached."""
@@ -104,12 +111,13 @@ def _short(exc: BaseException) -> str:
     return stores.short(exc)
 
 
-def _listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, Any]], bool]:
-    """rel path -> info for the files below `root`, bounded in depth and count. Also says if it was cut."""
+def _listing(fs: Any, root: str, notes: list[str], max_files: int = MAX_FILES) -> tuple[dict[str, dict[str, Any]], bool]:
+    """rel path -> info for the files below `root`, walked folder by folder, bounded in depth, folders and files.
+    Also says if it was cut."""
     out: dict[str, dict[str, Any]] = {}
     depth_limit = SPLIT_DEPTH + disc.MAX_DEPTH
-    with contextlib.suppress(Exception):  # a cached listing would hide what was written since (watch re-lists)
-        fs.invalidate_cache(root)
+    with contextlib.suppress(Exception):  # a cached listing would hide what was written since (watch re-lists),
+        fs.invalidate_cache()  # and one a flat listing left is not a walk's (it has no folder for a `//` key)
     walk = bounded.entries(fs.walk(root, detail=True, maxdepth=depth_limit + 1), MAX_FOLDERS, LIST_SECONDS)
     while True:
         try:
@@ -124,26 +132,36 @@ def _listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, 
         for name, info in sorted(files.items()):
             # the object's own key (a key with `//` is listed under an empty name); `//` collapses to `/` here
             key = str(info.get("name") or (str(dirpath).rstrip("/") + "/" + name))
-            if info.get("type") == "directory":  # S3 lists the prefix of a `a//b` key as a nameless folder
-                notes.append(f"skipped the keys under {key[-120:]!r}: an empty folder name ('//') cannot be read")
+            got = _accept(key, info, root, name, out, notes)
+            if got is None:
                 continue
-            rel = "/".join(p for p in (key[len(root) + 1:] if key.startswith(root + "/") else name).split("/") if p)
-            if not rel or rel in out:
-                notes.append(f"skipped the key {key[-120:]!r}: no name of its own, or the same as another's")
-                continue
-            info = {**info, "name": key}
-            size = info.get("size")
-            if not wanted(rel, size if isinstance(size, int) else None):
-                continue
-            if len(out) >= MAX_FILES:
-                notes.append(f"more than {MAX_FILES} files under the remote folder: the rest were not fetched")
+            if len(out) >= max_files:
+                notes.append(f"more than {max_files} files under the remote folder: the rest were not fetched")
                 return out, True
-            out[rel] = info
+            out[got[0]] = got[1]
 
 
-def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
-           env: dict[str, str] | None = None) -> Mirror:
-    """Fetch what discovery needs of a remote run (or sweep) into the cache; return its local copy."""
+def _accept(key: str, info: dict[str, Any], root: str, name: str, out: dict[str, dict[str, Any]],
+            notes: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """One listed object's path below `root` and its slim info (name, size, version), when discovery could read it
+    and `out` has no file of that path yet."""
+    if info.get("type") == "directory":  # S3 lists the prefix of a `a//b` key as a nameless folder
+        notes.append(f"skipped the keys under {key[-120:]!r}: an empty folder name ('//') cannot be read")
+        return None
+    rel = "/".join(p for p in (key[len(root) + 1:] if key.startswith(root + "/") else name).split("/") if p)
+    if not rel or rel in out:
+        notes.append(f"skipped the key {key[-120:]!r}: no name of its own, or the same as another's")
+        return None
+    size = info.get("size")
+    if not wanted(rel, size if isinstance(size, int) else None):
+        return None
+    version = _version(info)  # the object's name, size and version: all a fetch and a cache key need
+    return rel, {"name": key, "size": size if isinstance(size, int) else None,
+                 **({version.split("=", 1)[0]: version.split("=", 1)[1]} if version else {})}
+
+
+def _open(url: str, env: dict[str, str] | None) -> tuple[Any, str, Mirror]:
+    """The file system and path of a remote folder, and its (empty) mirror in the cache."""
     m = _URL.match(url)
     if m is None or not m.group(2).strip("/"):
         raise BadInput(f"{stores.shown(url)}: give a folder after the protocol, e.g. s3://bucket/runs/")
@@ -152,17 +170,160 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
     # the cache is named by the URL without its credentials (`user:pw@` never becomes a folder name)
     plain = _URL.match(stores.without_credentials(url)).group(2)  # type: ignore[union-attr]
     local = cache_root(env) / protocol / Path(*[_folder_name(p) for p in plain.split("/") if p not in ("", ".", "..")])
-    res = Mirror(stores.shown(url), local)
+    return fs, root, Mirror(stores.shown(url), local, one_request=protocol in FLAT_LISTING)
+
+
+def open_store(url: str) -> None:
+    """Import and open the file system of `url` (fsspec keeps the instance): a worker does it once, before the
+    budget of its first run starts (the client's imports are ours, not the run's)."""
+    _open(url, None)
+
+
+def _folder_listing(fs: Any, root: str, res: Mirror, flat: bool) -> tuple[dict[str, dict[str, Any]], bool]:
     try:
         if not fs.isdir(root):
             if fs.isfile(root):
                 raise BadInput(f"{res.url}: not a folder (give the run folder)")
             raise BadInput(f"{res.url}: no such folder")
-        files, cut = _listing(fs, root, res.notes)
+        m = _URL.match(res.url)
+        if flat and m is not None and m.group(1).lower() in FLAT_LISTING:
+            return _flat_listing(fs, root, res.notes)
+        return _listing(fs, root, res.notes, SWEEP_FILES if flat else MAX_FILES)
     except TriageError:
         raise
     except Exception as exc:  # each fsspec back end raises its own kinds: all are "cannot list"
         raise BadInput(f"{res.url}: cannot list ({_short(exc)})") from None
+
+
+def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
+           env: dict[str, str] | None = None) -> Mirror:
+    """Fetch what discovery needs of a remote run (or sweep) into the cache; return its local copy."""
+    fs, root, res = _open(url, env)
+    files, cut = _folder_listing(fs, root, res, flat=False)
+    _fetch(fs, res, files, cut, progress)
+    return res
+
+
+@dataclass
+class Listing:
+    """A remote sweep's files by name, size and version (nothing fetched): what the driver splits into runs."""
+
+    url: str  # as shown (no credentials)
+    path: Path  # where its mirror would be in the cache (the split's root; nothing is written there by the listing)
+    files: dict[str, dict[str, Any]]  # path below the URL -> {"name": key, "size": ..., version key: value}
+    notes: list[str] = field(default_factory=list)
+
+
+def list_sweep(url: str, env: dict[str, str] | None = None) -> Listing:
+    """List a remote folder in one flat, paged listing (S3: 1,000 keys a request, never one request per folder),
+    bounded in files (SWEEP_FILES) and time (LIST_SECONDS); nothing is fetched."""
+    fs, root, res = _open(url, env)
+    files, _ = _folder_listing(fs, root, res, flat=True)
+    return Listing(res.url, res.path, files, res.notes)
+
+
+def by_run(files: dict[str, dict[str, Any]], runs: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """A listing's files grouped by the run each is in (a run's own paths, below its folder); files of no run
+    (a sweep's own config) are left out, as a local sweep leaves them."""
+    names = set(runs)
+    out: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in runs}
+    for rel, info in files.items():
+        if "." in names:
+            out["."][rel] = info
+            continue
+        parts = rel.split("/")
+        for n in range(1, len(parts)):
+            run = "/".join(parts[:n])
+            if run in names:
+                out[run]["/".join(parts[n:])] = info
+                break
+    return out
+
+
+def fetch_files(url: str, files: dict[str, dict[str, Any]], progress: Callable[[str, int, int], None] | None = None,
+                env: dict[str, str] | None = None) -> Mirror:
+    """Fetch the listed files of one remote run (as `list_sweep` gave them, below `url`) into the cache: a sweep's
+    worker fetches its own runs, the driver only lists. At most MAX_FILES of them (said)."""
+    fs, _, res = _open(url, env)
+    cut = len(files) > MAX_FILES
+    if cut:
+        res.notes.append(f"more than {MAX_FILES} files under the remote folder: the rest were not fetched")
+        files = dict(list(files.items())[:MAX_FILES])
+    _fetch(fs, res, files, cut, progress)
+    return res
+
+
+def _flat_listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, Any]], bool]:
+    """rel path -> slim info below `root` from one recursive `find` (a flat, paged listing where the store has
+    one), in a thread given LIST_SECONDS: past it the sweep is refused (a listing cut short would miss runs)."""
+    import threading
+
+    got: list[Any] = []
+
+    def find() -> None:
+        try:
+            got.append(fs.find(root, withdirs=False, detail=True))
+        except Exception as exc:  # noqa: BLE001 - said by the caller, in one line
+            got.append(exc)
+
+    with contextlib.suppress(Exception):  # a cached listing would hide what was written since
+        fs.invalidate_cache(root)
+    worker = threading.Thread(target=find, name="triage-list", daemon=True)
+    worker.start()
+    worker.join(LIST_SECONDS)
+    if not got:
+        raise BadInput(f"the listing took more than {LIST_SECONDS:g} s")
+    with contextlib.suppress(Exception):  # the listings it cached are not a walk's: a later walk lists afresh
+        fs.invalidate_cache()
+    if isinstance(got[0], Exception):
+        raise got[0]
+    out: dict[str, dict[str, Any]] = {}
+    depth = SPLIT_DEPTH + disc.MAX_DEPTH + 1
+    for key, info in sorted(got[0].items()):
+        key = str(info.get("name") or key)
+        rel = key[len(root) + 1:] if key.startswith(root + "/") else ""
+        parts = rel.split("/")
+        if any(p.startswith(".") and p != ".hydra" for p in parts[:-1]) or len(parts) > depth:
+            continue  # hidden folders are never read; deeper than discovery goes
+        if "" in parts[:-1]:  # `a//b`: what a walk lists as a nameless folder
+            empty = f"skipped the keys under {key[:len(root) + 1 + rel.index('//')][-120:]!r}: an empty folder " \
+                    "name ('//') cannot be read"
+            if empty not in notes:
+                notes.append(empty)
+            continue
+        accepted = _accept(key, info, root, parts[-1], out, notes)
+        if accepted is None:
+            continue
+        if len(out) >= SWEEP_FILES:
+            notes.append(f"more than {SWEEP_FILES:,} files under the remote folder: the rest were not read")
+            return out, True
+        out[accepted[0]] = accepted[1]
+    return out, False
+
+
+def _fetch_small(fs: Any, name: str, size: int, tmp: Path, what: str) -> int:
+    """A small object of a listed size in one ranged GET (a byte past the size asked for: an object grown since
+    the listing is refused, as `bounded.copy` refuses it); fs.open would ask its size first (a HEAD a file)."""
+    data = fs.cat_file(name, start=0, end=size + 1)
+    if len(data) > size:
+        raise bounded.Refused("", f"{what}: larger than the {size:,} bytes listed")
+    bounded.write_new(tmp, data)
+    return len(data)
+
+
+class _Fetched:
+    """Bytes fetched by this process (a sweep's driver says how many passed through it: none, with Ray)."""
+
+    bytes = 0
+
+
+def fetched_here() -> int:
+    return _Fetched.bytes
+
+
+def _fetch(fs: Any, res: Mirror, files: dict[str, dict[str, Any]], cut: bool,
+           progress: Callable[[str, int, int], None] | None) -> None:
+    local = res.path
     try:
         _clear(local, local)
         local.mkdir(mode=0o700, parents=True, exist_ok=True)  # the copies are the user's: theirs alone
@@ -187,38 +348,45 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
         if "/".join(parts) in folders:
             res.notes.append(f"{res.url}/{rel}: both an object and a folder; the object was skipped")
             continue
-        target = local.joinpath(*parts)
-        stamp = target.with_name(f".{target.name}.triage-version")
-        version = json.dumps({"v": _version(info), "size": info.get("size")}, sort_keys=True)
-        keep.update((target, stamp))
         if progress:
             progress(rel, i, len(files))
-        if _version(info) and target.is_file() and _read(stamp) == version:
-            res.cached += 1
-            continue
-        tmp = target.with_name(f".{target.name}.triage-part")
-        size = info.get("size")
-        try:
-            _clear(target, local)
-            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with fs.open(info["name"], "rb") as src:  # an object larger than it said, or endless, is refused
-                got = bounded.copy_to(src, tmp, size if isinstance(size, int) and size >= 0 else UNSIZED_BYTES,
-                                      FETCH_SECONDS, f"{res.url}/{rel}")
-            os.replace(tmp, target)
-        except Exception as exc:  # one unreadable object is reported; the others are still read
-            res.notes.append(f"{res.url}/{rel}: not fetched ({_short(exc)})")
-            continue
-        finally:
-            tmp.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):  # no stamp: the object is fetched again next time
-            bounded.write_new(stamp, version.encode())
-        res.fetched += 1
-        res.fetched_bytes += got
+        keep.update(_fetch_one(fs, res, local.joinpath(*parts), rel, info))
     if not cut:  # a file deleted remotely must not linger in the mirror (only our own copies are removed)
         for path in list(local.rglob("*")):
             if path.is_file() and path not in keep:
                 path.unlink(missing_ok=True)
-    return res
+
+
+def _fetch_one(fs: Any, res: Mirror, target: Path, rel: str, info: dict[str, Any]) -> tuple[Path, Path]:
+    """One object into `target` unless the copy there has its version; (target, stamp): the files to keep."""
+    stamp = target.with_name(f".{target.name}.triage-version")
+    version = json.dumps({"v": _version(info), "size": info.get("size")}, sort_keys=True)
+    if _version(info) and target.is_file() and _read(stamp) == version:
+        res.cached += 1
+        return target, stamp
+    tmp = target.with_name(f".{target.name}.triage-part")
+    size = info.get("size")
+    try:
+        _clear(target, res.path)
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if res.one_request and isinstance(size, int) and 0 < size <= ONE_REQUEST_BYTES:
+            got = _fetch_small(fs, info["name"], size, tmp, f"{res.url}/{rel}")
+        else:
+            with fs.open(info["name"], "rb") as src:  # an object larger than it said, or endless, is refused
+                got = bounded.copy_to(src, tmp, size if isinstance(size, int) and size >= 0 else UNSIZED_BYTES,
+                                      FETCH_SECONDS, f"{res.url}/{rel}")
+        os.replace(tmp, target)
+    except Exception as exc:  # one unreadable object is reported; the others are still read
+        res.notes.append(f"{res.url}/{rel}: not fetched ({_short(exc)})")
+        return target, stamp
+    finally:
+        tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # no stamp: the object is fetched again next time
+        bounded.write_new(stamp, version.encode())
+    res.fetched += 1
+    res.fetched_bytes += got
+    _Fetched.bytes += got
+    return target, stamp
 
 
 def _folder_name(part: str) -> str:

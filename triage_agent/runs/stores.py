@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 from typing import Any
 
@@ -65,8 +66,12 @@ def options(protocol: str) -> dict[str, Any]:
                                                                    sock_read=READ_SECONDS),
                                   "trace_configs": [trace], "response_class": _capped_response()}}
     if protocol in ("s3", "s3a"):
+        # the endpoint botocore would take from the environment, given: fsspec keeps one file system per set of
+        # options, and one made for another endpoint (an earlier AWS_ENDPOINT_URL in this process) must not answer
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         return {"config_kwargs": {"connect_timeout": CONNECT_SECONDS, "read_timeout": READ_SECONDS,
-                                  "retries": {"max_attempts": 3}}}
+                                  "retries": {"max_attempts": 3}},
+                **({"client_kwargs": {"endpoint_url": endpoint}} if endpoint else {})}
     if protocol == "ftp":
         return {"timeout": CONNECT_SECONDS}
     return {}

@@ -28,6 +28,12 @@ PART_NAMES = ("configs", "config", ".hydra", "logs", "log", "runs", "tensorboard
               "latest-run", "plots", "artifacts",
               # the role folders of the spec's run families (run-format.md): parts of one run, never a sweep
               "policy", "solver", "calibration", "selector", "generator", "data", "datasets", "round*", "*_round*")
+NOTE_TEXT = (".md", ".txt")  # a text capture beside runs is a note, not a run's output
+# files whose role only their content tells (the console and table sniffs read them): from a listing alone (a
+# remote sweep split before anything is fetched) such a file counts as a note; a folder of nothing else with no run
+# below is still one run (its worker fetches and reads it), and beside two runs or more it is a sweep's note
+LISTED_UNSURE = (".md", ".txt", ".out", ".err", ".json", ".jsonl", ".csv", ".tsv", ".parquet")
+_NOWHERE = Path(os.devnull) / "triage-listing"  # below a device: no sniff finds a file there to read
 _RUN_DIR = re.compile(r"^(offline-)?run-")  # a W&B run folder inside wandb/
 _PART = re.compile("|".join(fnmatch.translate(p) for p in PART_NAMES))  # one match for all the globs
 
@@ -110,24 +116,31 @@ def _walk(root: Path, notes: list[str]) -> _Node:
             if listed > MAX_LISTED:
                 notes.append(f"more than {MAX_LISTED} files below {root}: the rest were not looked at")
                 return top
-            if name == "triage.toml":
-                here.manifest = True
-                continue
-            path = Path(dirpath, name)
-            rel = f"{below}/{name}" if below else name
-            try:
-                role = disc.classify(path, rel)
-            except OSError:
-                continue
-            if role is None and path.suffix.lower() in (".yaml", ".yml"):
-                role = "config"  # a yaml at a run's top is its config (run-format.md)
-            if role == "config":
-                here.own_config = True
-            elif role == "log" and path.suffix.lower() in (".md", ".txt"):
-                here.own_text = True
-            elif role is not None:
-                here.own_output = True
+            _mark(here, Path(dirpath, name), f"{below}/{name}" if below else name)
     return top
+
+
+def _mark(here: _Node, path: Path, rel: str, listed: bool = False) -> None:
+    """What one file says of its folder: a manifest, a config, a text note, or trainer output. `listed`: the file
+    is only a name in a listing (its content is not here to sniff)."""
+    if path.name == "triage.toml":
+        here.manifest = True
+        return
+    suffix = path.suffix.lower()
+    try:
+        role = disc.classify(path, rel)
+    except OSError:  # a sniff that reads the file: from a listing, the file is not here
+        role = None
+    if role is None and suffix in (".yaml", ".yml"):
+        role = "config"  # a yaml at a run's top is its config (run-format.md)
+    if role is None and listed and suffix in LISTED_UNSURE:
+        here.own_text = True
+    if role == "config":
+        here.own_config = True
+    elif role == "log" and suffix in NOTE_TEXT:
+        here.own_text = True
+    elif role is not None:
+        here.own_output = True
 
 
 def _evidence(node: _Node) -> bool:
@@ -149,6 +162,30 @@ def _runs(node: _Node, notes: list[str], root: Path) -> list[Path]:
                          "notes) are not part of any of them")
         return found
     return [node.path]
+
+
+def split_listing(root: Path, rels: list[str]) -> Split:
+    """The runs in a listing of files below `root` (posix paths, `a/b/c.log`), split by names alone, as
+    `split_runs` splits a folder: nothing is read (a remote sweep is split before any object is fetched). The
+    listing's own bounds are the caller's (`remote.list_sweep`)."""
+    notes: list[str] = []
+    top = _Node(root)
+    nodes: dict[str, _Node] = {"": top}
+    for rel in sorted(rels, key=lambda r: r.split("/")):  # the order of a walk: folder by folder
+        parts = rel.split("/")
+        if len(parts) > SPLIT_DEPTH + disc.MAX_DEPTH + 1 or disc.skipped(parts[-1]):
+            continue
+        here = top
+        for depth in range(1, len(parts)):
+            key = "/".join(parts[:depth])
+            if key not in nodes:
+                nodes[key] = _Node(root / key)
+                here.children.append(nodes[key])
+            here = nodes[key]
+        _mark(here, _NOWHERE / rel, rel, listed=True)  # judged by name: never a local file of that name
+    _evidence(top)
+    paths = _runs(top, notes, root) or [root]
+    return Split(root, [RunRef(p, p.relative_to(root).as_posix() or ".") for p in paths], notes)
 
 
 def split_runs(root: Path) -> Split:
