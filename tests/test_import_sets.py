@@ -17,10 +17,10 @@ from triage_agent import commands
 HEAVY = ("pandas", "pyarrow", "yaml", "numpy", "openai", "pydantic", "tenacity", "httpx", "anyio", "rich", "mcp",
          "plotly", "fsspec", "s3fs", "watchfiles", "transformers", "torch")
 MODEL = {"anyio", "openai", "pydantic", "tenacity"}  # the model client (llm/client.py) and its schema
-# each command module's heavy imports: numpy for the readers and rules, the model SDK where the command talks to one
+# each module of the commands package (the commands and the sweep's result cache) and its heavy imports: numpy for the readers and rules, the model SDK where the command talks to one
 COMMAND_IMPORTS = {
     "apply": {"numpy"}, "compare": {"numpy"}, "completion": set(), "inspect": {"numpy"}, "mcp": set(),
-    "sweep": {"numpy"}, "watch": {"numpy"},
+    "sweep": {"numpy"}, "sweep_cache": {"numpy"}, "watch": {"numpy"},
     "ask": {"numpy"} | MODEL, "chat": {"numpy"} | MODEL, "eval": {"numpy"} | MODEL, "report": {"numpy"} | MODEL,
     "doctor": {"httpx", "rich"} | MODEL,
 }
