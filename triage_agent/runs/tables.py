@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import ctypes
+import decimal
 import io
 import json
 import math
@@ -363,13 +364,18 @@ _MISSING_TEXT = ("", "nan", "null", "none", "na", "n/a")  # a missing value writ
 
 
 def _scalar(v: object) -> object:
-    """A cell as pandas can read it as a number: bytes decoded, an integer too large for a float and any
-    nested value made missing."""
+    """A cell as pandas can read it as a number: bytes decoded, an integer too large for a float (pandas raises
+    OverflowError on one) missing, a decimal as a float, and anything else that is not a plain number or text (a
+    nested value, a signalling NaN pandas cannot hash, a date) missing."""
+    if isinstance(v, (str, float, bool, np.number)) or v is None:
+        return v
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
-    if isinstance(v, int) and not isinstance(v, bool):
+    if isinstance(v, int):
         return float(v) if abs(v) < 1e308 else None
-    return None if isinstance(v, (dict, list, tuple)) else v
+    if isinstance(v, decimal.Decimal):
+        return None if v.is_snan() else float(v)
+    return None
 
 
 _NAN_TEXT = ("nan", "+nan", "-nan", "")
@@ -413,7 +419,7 @@ def normalize(frame: pd.DataFrame, role: str, rel: str, columns: dict[str, str] 
         if col in schema["bool"]:
             frame[col] = _to_bool(frame[col])
         elif col in schema["numeric"] and frame[col].dtype.kind not in "iuf":
-            frame[col] = pd.to_numeric(frame[col], errors="coerce")
+            frame[col] = pd.to_numeric(frame[col].map(_scalar), errors="coerce")  # a 400-digit step: no exit 70
         elif frame[col].dtype.kind == "b":
             frame[col] = frame[col].astype("int64")
         elif frame[col].dtype.kind == "O":
