@@ -159,7 +159,7 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
                 raise BadInput(f"{res.url}: not a folder (give the run folder)")
             raise BadInput(f"{res.url}: no such folder")
         files, cut = _listing(fs, root, res.notes)
-    except TriageError:
+    except (TriageError, MemoryError):  # a MemoryError is the run's budget (or our bug), never "cannot list"
         raise
     except Exception as exc:  # each fsspec back end raises its own kinds: all are "cannot list"
         raise BadInput(f"{res.url}: cannot list ({_short(exc)})") from None
@@ -205,6 +205,8 @@ def mirror(url: str, progress: Callable[[str, int, int], None] | None = None,
                 got = bounded.copy_to(src, tmp, size if isinstance(size, int) and size >= 0 else UNSIZED_BYTES,
                                       FETCH_SECONDS, f"{res.url}/{rel}")
             os.replace(tmp, target)
+        except MemoryError:
+            raise  # the run's budget (or our bug), never "not fetched"
         except Exception as exc:  # one unreadable object is reported; the others are still read
             res.notes.append(f"{res.url}/{rel}: not fetched ({_short(exc)})")
             continue
