@@ -169,3 +169,21 @@ def test_a_parquet_table_past_its_decoded_bound_is_a_note_not_a_swallowed_memory
     said = [n for n in run_.notes if n.startswith("completions/completions_1.parquet: ")]
     assert len(said) == 1 and "once decompressed (more than 1 MB); not read" in said[0], run_.notes
     assert not [e for e in run_.parse_errors if "Parquet" in e.message]
+
+
+def test_a_log_scan_past_its_time_bound_stops_and_says_so(tmp_path, monkeypatch):
+    """The 120 s bound on one log's scan (console/limits.LOG_SECONDS), lowered to 0 s: the scan stops before its
+    first line (it checked the clock only between 8 MB blocks, after a head of 5,000 lines read without one), says
+    how far it read, and the crash at the log's end is not read. Nothing waits: a bound of 0 s has passed at once."""
+    from triage_agent.runs.console import limits, scan_log
+
+    text = "".join(f"{{'loss': {1 - i / 100:.2f}, 'grad_norm': 1.0, 'learning_rate': 1e-05, 'epoch': {i / 100}}}\n"
+                   for i in range(1, 51)) + "Traceback (most recent call last):\nRuntimeError: zq-at-the-end\n"
+    (tmp_path / "train.log").write_text(text)
+    whole = scan_log(tmp_path / "train.log", "train.log")
+    assert whole.left_unread is None and "zq-at-the-end" in repr(whole)  # within the bound: all of it read
+    monkeypatch.setattr(limits, "LOG_SECONDS", 0.0)
+    cut = scan_log(tmp_path / "train.log", "train.log")
+    assert cut.left_unread == f"read up to byte 0 of {len(text.encode()):,} (the scan took more than 0 s); the rest " \
+        "was not read"
+    assert "zq-at-the-end" not in repr(cut) and cut.last_step is None
