@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -88,53 +89,59 @@ def _parquet(path: Path, rel: str, got: FormatRead, step: int | None) -> None:
     except OSError as exc:  # this open file, never the name
         got.errors.append(ParseError(rel, None, f"unreadable: {exc.strerror}"))
         return
-    try:
-        with fh:
-            if os.fstat(fh.fileno()).st_size > MAX_TABLE_BYTES:
-                got.notes.append(f"{rel}: a completions table over {MAX_TABLE_BYTES >> 20} MB; not read")
+    with fh:
+        if os.fstat(fh.fileno()).st_size > MAX_TABLE_BYTES:
+            got.notes.append(f"{rel}: a completions table over {MAX_TABLE_BYTES >> 20} MB; not read")
+            return
+        batches, line = _parquet_batches(fh), 0
+        while True:
+            try:  # only pyarrow's reading is caught: a fault in the samples below is ours and not hidden
+                batch = next(batches, None)
+            except MemoryError:
+                raise  # a run's memory budget (or our bug), never "an unreadable file"
+            except _Refused as exc:
+                got.notes.append(f"{rel}: {exc}; not read")
                 return
-            _parquet_samples(fh, rel, got, step)
-    except MemoryError:
-        raise  # a run's memory budget (or our bug), never "an unreadable file"
-    except _Refused as exc:
-        got.notes.append(f"{rel}: {exc}; not read")
-    except Exception as exc:  # pyarrow raises many kinds on a damaged file: the file is reported, not the run
-        got.errors.append(ParseError(rel, None, f"not a readable Parquet file ({type(exc).__name__})"))
+            except Exception as exc:  # pyarrow raises many kinds on a damaged file: the file is reported, not the run
+                got.errors.append(ParseError(rel, None, f"not a readable Parquet file ({type(exc).__name__})"))
+                return
+            if batch is None:
+                return
+            for obj in batch:
+                line += 1
+                _sample(obj, rel, line, got, step)
+                if len(got.samples) >= MAX_SAMPLES:
+                    return
 
 
 class _Refused(Exception):
     """A completions table past a bound: said as a note (file, reason)."""
 
 
-def _parquet_samples(fh: BinaryIO, rel: str, got: FormatRead, step: int | None) -> None:
-    """The samples of the columns the table's rows are read for, a batch at a time. A text column is read as a
-    dictionary and each row refers to its entry, so a text repeated over many rows (a few bytes each on disk)
-    is held once; the columns' size once decompressed is bounded first (a small file of repeated text decodes
-    to gigabytes)."""
+def _parquet_batches(fh: BinaryIO) -> Iterator[list[dict[str, Any]]]:
+    """The table's rows, a batch at a time, of the columns a sample is made of. A text column is read as a
+    dictionary and each row refers to its entry, so a text repeated over many rows (a few bytes each on disk) is
+    held once; the columns' size once decompressed (the file's page sizes) is bounded first: a small file of
+    repeated text decodes to gigabytes."""
     import pyarrow as pa  # a core dependency, imported only where a Parquet file is read
     import pyarrow.parquet as pq
 
     meta = pq.ParquetFile(fh).metadata
     names = [n for n in meta.schema.to_arrow_schema().names if n in _COLUMNS]
     decoded = sum(rg.column(i).total_uncompressed_size for rg in (meta.row_group(r) for r in range(meta.num_row_groups))
-                  for i in range(rg.num_columns) if rg.column(i).path_in_schema in names)
+                  for i in range(rg.num_columns) if rg.column(i).path_in_schema.split(".")[0] in names)
     if decoded > MAX_DECODED_BYTES:
         raise _Refused(f"a completions table of {decoded / 1e6:,.0f} MB once decompressed (more than "
                        f"{MAX_DECODED_BYTES >> 20} MB)")
-    line = 0
     for batch in pq.ParquetFile(fh, read_dictionary=names).iter_batches(batch_size=1 << 16, columns=names):
-        columns = {}
+        columns: dict[str, list[Any]] = {}
         for name, col in zip(batch.schema.names, batch.columns):
             if isinstance(col, pa.DictionaryArray):
                 entries = col.dictionary.to_pylist()
                 columns[name] = [None if j is None else entries[j] for j in col.indices.to_pylist()]
             else:
                 columns[name] = col.to_pylist()
-        for i in range(batch.num_rows):
-            line += 1
-            _sample({k: v[i] for k, v in columns.items()}, rel, line, got, step)
-            if len(got.samples) >= MAX_SAMPLES:
-                return
+        yield [{k: v[i] for k, v in columns.items()} for i in range(batch.num_rows)]
 
 
 def _wandb_table(path: Path, rel: str, got: FormatRead, step: int | None) -> None:
