@@ -1,7 +1,9 @@
 """`triage chat` driven through a pseudo-terminal (pexpect) against the scripted server."""
 
+import io
 import json
 import os
+import re
 import sys
 
 import pexpect
@@ -82,15 +84,21 @@ def _sigint_ignored() -> None:
 
 @pytest.mark.parametrize("sigint", ["default", "ignored"])
 def test_ctrl_c_stops_the_answer_not_the_session(tmp_path, sigint):
+    """Ctrl-C in a real terminal (the pty's line discipline sends SIGINT and echoes ^C) mid-stream stops the answer
+    and shows what came of it once. It showed twice: rich pads each line to the terminal's width, so the echoed ^C
+    wrapped to a new line and the answer's last redraw landed on it, under the first. What a terminal shows is
+    worked out from the bytes (`screen`, below)."""
     # "ignored": started as a background job of a non-interactive shell is (SIGINT ignored, inherited across exec;
     # Python then installs no KeyboardInterrupt handler). CI started that way once, and Ctrl-C did nothing.
-    slow = {"stream": stream_chunks("word " * 200), "delay": 0.05}
+    slow = {"stream": stream_chunks(" ".join(f"w{i:03d}" for i in range(200))), "delay": 0.05}
     with ScriptedServer([slow, {"stream": stream_chunks("Still here.")}]) as srv:
         child = spawn(tmp_path, "--base-url", srv.base_url, "--model", "m",
                       preexec_fn=_sigint_ignored if sigint == "ignored" else None)
+        seen = io.StringIO()
+        child.logfile_read = seen
         child.expect_exact("triage> ")
         child.sendline("talk slowly")
-        child.expect("word")
+        child.expect("w010")
         child.sendintr()
         child.expect(r"answer stopped")
         child.expect_exact("triage> ")
@@ -100,6 +108,74 @@ def test_ctrl_c_stops_the_answer_not_the_session(tmp_path, sigint):
         child.expect(pexpect.EOF)
     # the stopped exchange was dropped: the second request does not carry "talk slowly"
     assert "talk slowly" not in [m.get("content") for m in srv.requests[1]["messages"]]
+    shown = screen(seen.getvalue(), 120)
+    partial = [line for line in shown if line.startswith("w000 w001")]
+    assert len(partial) == 1, "\n".join(shown)  # once, and "[answer stopped]" right under it
+    assert shown[shown.index(partial[0]) + 1].startswith("[answer stopped]"), "\n".join(shown)
+
+
+_CSI = re.compile(r"\x1b\[([?\d;]*)([A-Za-z@])|\x1b\][^\x07]*\x07|\x1b[()][0-9A-Za-z]|\x1b[78=>]")
+
+
+def screen(raw: str, width: int) -> list[str]:
+    """The lines a terminal `width` columns wide shows for `raw` (scrolled off ones kept): text, CR, LF, BS and
+    the cursor and erase sequences rich's Live uses, with the wrap xterm and its kin make: a character written
+    in the last column leaves the cursor there, and the next printable character goes to a new line first."""
+    rows: list[list[str]] = [[" "] * width]
+    r = c = 0
+    pending = False
+    pos = 0
+    while pos < len(raw):
+        m = _CSI.match(raw, pos)
+        if m:
+            pos = m.end()
+            if m.group(2) is None or m.group(1).startswith("?"):
+                continue  # a mode (cursor shown or hidden), a title, a character set: nothing drawn
+            n = int(m.group(1).split(";")[0] or 1) if m.group(2) in "ABCDG" else int(m.group(1) or 0)
+            kind = m.group(2)
+            pending = pending and kind == "m"  # a cursor movement ends a pending wrap; colours do not
+            if kind == "A":
+                r = max(0, r - n)
+            elif kind == "B":
+                r += n
+            elif kind == "C":
+                c = min(width - 1, c + n)
+            elif kind == "D":
+                c = max(0, c - n)
+            elif kind == "G":
+                c = min(width - 1, n - 1)
+            elif kind == "K":
+                while len(rows) <= r:
+                    rows.append([" "] * width)
+                lo, hi = {0: (c, width), 1: (0, c + 1), 2: (0, width)}[n]
+                rows[r][lo:hi] = [" "] * (hi - lo)
+            continue
+        ch = raw[pos]
+        pos += 1
+        if ch == "\r":
+            c, pending = 0, False
+        elif ch == "\n":
+            r, pending = r + 1, False
+        elif ch == "\b":
+            c, pending = max(0, c - 1), False
+        elif ch >= " ":
+            if pending:
+                r, c, pending = r + 1, 0, False
+            while len(rows) <= r:
+                rows.append([" "] * width)
+            rows[r][c] = ch
+            if c == width - 1:
+                pending = True
+            else:
+                c += 1
+    return ["".join(row).rstrip() for row in rows]
+
+
+def test_screen_draws_what_a_terminal_shows():
+    # by hand: a 10-column terminal; "abcdefghij" fills a line and leaves the cursor on its last column, "^C" goes
+    # to the next line; CR and erase-line then redraw that second line only
+    assert screen("abcdefghij^C\r\x1b[2Kxyz\r\n", 10) == ["abcdefghij", "xyz"]
+    assert screen("one\r\ntwo\x1b[1A\r\x1b[2Kuno\r\n", 10) == ["uno", "two"]
 
 
 def test_without_a_model_slash_commands_still_work(tmp_path):

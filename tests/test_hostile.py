@@ -14,7 +14,7 @@ import pytest
 from tests.hostile import run
 
 EXITS = {0, 1, 2, 3}
-LIMIT_S, LIMIT_MB = 20.0, 1500.0
+LIMIT_MB = 1500.0
 
 
 def deep_json(n: int) -> str:
@@ -111,7 +111,7 @@ def test_hostile_run_files(run_files, name, command):
     root = run_files[name]
     before = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
     res = run([command, str(root), "--json"] + (["--offline"] if command == "report" else []))
-    assert res.problems(EXITS, LIMIT_S, LIMIT_MB) == [], (name, res.code, res.stderr[-2000:], res.seconds, res.peak_mb)
+    assert res.problems(EXITS, LIMIT_MB) == [], (name, res.code, res.stderr[-2000:], res.seconds, res.peak_mb)
     if res.code == 0:
         json.loads(res.stdout)
     after = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
@@ -161,7 +161,7 @@ def test_hostile_tool_calls(tool_run, tool, args):
         return 0
 
     res = run_fn(call, [tool], timeout=30)
-    assert res.problems({0}, 15.0, 1500.0) == [], (tool, res.stderr[-1000:], res.seconds)
+    assert res.problems({0}, 1500.0) == [], (tool, res.stderr[-1000:], res.seconds)
     assert len(res.stdout) < 12_000  # bounded, whatever the argument's size
     assert "sk-live" not in res.stdout and "hunter2" not in res.stdout
 
@@ -280,7 +280,7 @@ def test_hostile_endpoint_report(name, tmp_path):
         res = run(["report", str(RUN_DIR), "--json", "--no-save"],
                   env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "m", "TRIAGE_TIMEOUT": "3",
                        "XDG_STATE_HOME": str(tmp_path)}, timeout=40)
-    assert res.problems(exits, 15.0, LIMIT_MB) == [], (name, res.code, res.stderr[-1500:], res.seconds)
+    assert res.problems(exits, LIMIT_MB) == [], (name, res.code, res.stderr[-1500:], res.seconds)
     if res.code == 3:
         assert res.stderr.strip().startswith("triage: ") and len(res.stderr.strip().splitlines()) == 1
         assert "timed out after 3 s" in res.stderr or name != "trickle"
@@ -296,7 +296,7 @@ def test_hostile_endpoint_stream(name, tmp_path):
         res = run(["ask", str(RUN_DIR), "why?", "--no-save"],
                   env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "m", "TRIAGE_TIMEOUT": "3",
                        "XDG_STATE_HOME": str(tmp_path)}, timeout=40)
-    assert res.problems(exits, 15.0, LIMIT_MB) == [], (name, res.code, res.stderr[-1500:], res.seconds)
+    assert res.problems(exits, LIMIT_MB) == [], (name, res.code, res.stderr[-1500:], res.seconds)
     assert "again" not in res.stdout  # nothing is asked twice and printed twice
     if name in ("cut_halfway", "closed_without_done"):
         assert res.stdout.count("The filter") == 1 and "unfinished" in res.stderr
@@ -341,7 +341,7 @@ def test_hostile_reports_for_apply(apply_run, tmp_path, name):
         report.write_text(json.dumps(APPLY_REPORTS[name](apply_run)))
     before = (apply_run / "configs" / "filter_config.yaml").read_text()
     res = run(["apply", str(report), "--in-place"])
-    assert res.problems(EXITS, LIMIT_S, LIMIT_MB) == [], (name, res.code, res.stderr[-1000:])
+    assert res.problems(EXITS, LIMIT_MB) == [], (name, res.code, res.stderr[-1000:])
     assert len(res.stderr) < 5000
     assert (apply_run / "configs" / "filter_config.yaml").read_text() == before
     assert not list(apply_run.rglob("*.bak"))
@@ -425,7 +425,7 @@ def test_state_dir_troubles_cost_a_note_not_the_answer(tmp_path, state):
     with ScriptedServer([_good_answer()]) as srv:
         res = run(["report", str(RUN_DIR), "--json"], env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "m",
                                                              "XDG_STATE_HOME": str(home)})
-    assert res.problems({0}, LIMIT_S, LIMIT_MB) == [], (state, res.stderr[-1500:])
+    assert res.problems({0}, LIMIT_MB) == [], (state, res.stderr[-1500:])
     doc = json.loads(res.stdout)
     assert doc["source"]["kind"] == "model" and doc["diagnosis"][0]["cause"] == "c"
     if state == "clash":
@@ -528,7 +528,7 @@ def _clean(text):
 @pytest.mark.parametrize("argv", [["inspect"], ["inspect", "--json"], ["report", "--offline"]])
 def test_outside_text_is_printed_literally_and_secrets_never(hostile_run, argv):
     res = run([argv[0], str(hostile_run), *argv[1:]])
-    assert res.problems({0}, LIMIT_S, LIMIT_MB) == [], res.stderr[-1000:]
+    assert res.problems({0}, LIMIT_MB) == [], res.stderr[-1000:]
     assert _clean(res.stdout) and _clean(res.stderr)
     if "--json" not in argv:
         assert "[rank0]" in res.stdout and "run[bold]x[/]" in res.stdout  # markup shown, not applied
@@ -548,7 +548,7 @@ def test_model_answers_and_requests_carry_no_escape_and_no_secret(hostile_run, t
         ask = run(["ask", str(hostile_run), "why?"], env=env)
         bodies = json.dumps(srv.requests)
     for res in (rep, ask):
-        assert res.problems({0}, LIMIT_S, LIMIT_MB) == [], res.stderr[-1000:]
+        assert res.problems({0}, LIMIT_MB) == [], res.stderr[-1000:]
         assert _clean(res.stdout) and _clean(res.stderr)
     assert "[red]x[/red]" in rep.stdout and "\\x1b]0;pwned\\x07" in rep.stdout.replace("\n", "")
     assert not any(s in bodies for s in SECRETS)
@@ -591,7 +591,7 @@ def test_unreadable_files_are_reported_not_fatal():
         res = run_fn(as_nobody)
     finally:
         shutil.rmtree(base)
-    assert res.problems({0}, LIMIT_S, LIMIT_MB) == [], res.stderr[-1500:]
+    assert res.problems({0}, LIMIT_MB) == [], res.stderr[-1500:]
     doc = json.loads(res.stdout)
     errors = next(f for f in doc["findings"] if f["id"] == "data.parse_errors")["evidence"]["first"]
     assert any("secret_config.yaml" in e and "Permission denied" in e for e in errors), errors
@@ -605,5 +605,5 @@ def test_doctor_shows_a_hostile_server_error_literally(tmp_path):
     with ScriptedServer([error(400, evil)] * 8, leftover_ok="doctor stops at the first refused step") as srv:
         res = run(["doctor"], env={"OPENAI_BASE_URL": srv.base_url, "TRIAGE_MODEL": "scripted-model",
                                    "XDG_STATE_HOME": str(tmp_path)})
-    assert res.problems({0, 1, 3}, LIMIT_S, LIMIT_MB) == [], res.stderr
+    assert res.problems({0, 3}, LIMIT_MB) == [], res.stderr
     assert "\x1b" not in res.stdout and "sk-live" not in res.stdout and "red]boom[/]" in res.stdout  # shown, not styled

@@ -72,3 +72,35 @@ def test_a_log_that_shrinks_below_the_size_seen_at_open_is_reported_not_a_crash(
             assert "shrank while it was read" in str(exc)
         else:
             raise AssertionError("a read past the end of a shrunk file went unsaid")
+
+
+def _parquet(path: Path, prompt: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"step": list(range(1, 41)), "prompt": [prompt] * 40, "completion": ["x = 4."] * 40,
+                             "accuracy": [0.5] * 40}), path)
+
+
+def test_a_parquet_file_swapped_for_a_link_after_discovery_is_not_read_through_it(tmp_path):
+    """pyarrow opened a completions table by its name again (following a link swapped in since discovery); it
+    now reads the one file triage opened and checked. A round table's Parquet is held to the same."""
+    (tmp_path / "outside").mkdir()
+    root = tmp_path / "run"
+    (root / "completions").mkdir(parents=True)
+    (root / "data").mkdir()
+    (root / "train.log").write_text(STEPS)
+    swapped = ("completions/completions_00005.parquet", "data/filter_stats.parquet")
+    for rel in swapped:
+        _parquet(root / rel, "inside")
+        _parquet(tmp_path / "outside" / Path(rel).name, "zq-outside")
+
+    def swap(rel: str, i: int, n: int) -> None:
+        if rel in swapped and not (root / rel).is_symlink():
+            (root / rel).unlink()
+            (root / rel).symlink_to(tmp_path / "outside" / Path(rel).name)
+
+    run = load_run(root, progress=swap)
+    assert run.rollouts is None and run.filter_stats is None  # no row of either outside file
+    assert sorted(e.file for e in run.parse_errors if "link" in e.message) == sorted(swapped)
+    assert [s.path for s in run.logs] == ["train.log"]

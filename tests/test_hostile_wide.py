@@ -144,3 +144,46 @@ def test_wandb_console_records_without_newlines_cost_their_own_bytes(tmp_path):
     assert res.code == 0, (res.code, res.stderr[-600:])
     lines, crash = json.loads(res.stdout)
     assert lines == 3 and "zq-after-the-long-line" in crash  # the 6.4 MB line, the traceback's two
+
+
+def test_a_parquet_table_past_its_decoded_bound_is_a_note_not_a_swallowed_memory_error(make_run, monkeypatch):
+    """A completions table is small on disk and huge once decompressed (repeated text): pyarrow met MemoryError
+    and the reader's broad except turned it into "not a readable Parquet file" (a sweep's memory budget lost
+    with it). Its columns' decoded size is bounded first, from the file's own page sizes; the bound is set at
+    1 MB here and the table holds 40 texts of 50,000 characters (2 MB decoded, a few KB on disk)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from triage_agent.runs.formats import completions
+    from triage_agent.runs.load import load_run
+
+    monkeypatch.setattr(completions, "MAX_DECODED_BYTES", 1 << 20, raising=False)  # the old code had none
+    root = make_run({"train.log": "{'loss': 0.9, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n"})
+    (root / "completions").mkdir()
+    texts = [f"{i:02d}" + "again and " * 5_000 for i in range(40)]  # 50,002 characters each
+    pq.write_table(pa.table({"step": [1] * 40, "completion": texts}), root / "completions" / "completions_1.parquet",
+                   use_dictionary=False, compression="zstd")
+    assert (root / "completions" / "completions_1.parquet").stat().st_size < 100_000
+    run_ = load_run(root)
+    assert run_.rollouts is None
+    said = [n for n in run_.notes if n.startswith("completions/completions_1.parquet: ")]
+    assert len(said) == 1 and "once decompressed (more than 1 MB); not read" in said[0], run_.notes
+    assert not [e for e in run_.parse_errors if "Parquet" in e.message]
+
+
+def test_a_log_scan_past_its_time_bound_stops_and_says_so(tmp_path, monkeypatch):
+    """The 120 s bound on one log's scan (console/limits.LOG_SECONDS), lowered to 0 s: the scan stops before its
+    first line (it checked the clock only between 8 MB blocks, after a head of 5,000 lines read without one), says
+    how far it read, and the crash at the log's end is not read. Nothing waits: a bound of 0 s has passed at once."""
+    from triage_agent.runs.console import limits, scan_log
+
+    text = "".join(f"{{'loss': {1 - i / 100:.2f}, 'grad_norm': 1.0, 'learning_rate': 1e-05, 'epoch': {i / 100}}}\n"
+                   for i in range(1, 51)) + "Traceback (most recent call last):\nRuntimeError: zq-at-the-end\n"
+    (tmp_path / "train.log").write_text(text)
+    whole = scan_log(tmp_path / "train.log", "train.log")
+    assert whole.left_unread is None and "zq-at-the-end" in repr(whole)  # within the bound: all of it read
+    monkeypatch.setattr(limits, "LOG_SECONDS", 0.0)
+    cut = scan_log(tmp_path / "train.log", "train.log")
+    assert cut.left_unread == f"read up to byte 0 of {len(text.encode()):,} (the scan took more than 0 s); the rest " \
+        "was not read"
+    assert "zq-at-the-end" not in repr(cut) and cut.last_step is None

@@ -130,7 +130,7 @@ def test_html_renders_in_headless_chromium(tmp_path, name):
     try:
         shot = tmp_path / "shot.png"
         # one browser start gives both the DOM after the scripts ran and the screenshot
-        run = subprocess.run([CHROMIUM, *FLAGS, *profile, "--window-size=1000,900", f"--screenshot={shot}",
+        run = subprocess.run([CHROMIUM, *FLAGS, *profile, "--window-size=1400,900", f"--screenshot={shot}",
                               "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180, check=True)
     finally:
         trap.close()
@@ -144,7 +144,17 @@ def test_html_renders_in_headless_chromium(tmp_path, name):
                      if not (m and re.search(rb"(^|\.)(google|gvt1|googleapis)\.com$", m.group(1)))]
     assert page_requests == []
     width, height, pixels, bpp = png_pixels(shot)
-    assert (width, height) == (1000, 900)
+    assert (width, height) == (1400, 900)
+    for plot in run.stdout.split('class="plotly-graph-div')[1:]:
+        svg = float(re.search(r'<svg class="main-svg"[^>]*width="([\d.]+)"', plot).group(1))
+        title = re.search(r'class="gtitle" x="[\d.]+" y="([\d.]+)"[^>]*font-size: ([\d.]+)px', plot)
+        legend = re.search(r'<g class="legend"[^>]*transform="translate\([\d.]+,([\d.]+)\)"', plot)
+        # the full width: two columns in 1400 px less the body's 24-px margins, a 15-px scrollbar, the 12-px gap
+        # and each chart's 1-px border: (1400 - 48 - 15 - 12) / 2 - 2 = 660.5 (a page capped at 1120 px: 552)
+        assert svg >= 660, svg
+        # the title (its top at y, 14 px tall) ends above the legend's top: no legend row over it
+        assert title and legend and float(title.group(1)) + float(title.group(2)) <= float(legend.group(1)), \
+            (title and title.groups(), legend and legend.groups())
     colored = sum(1 for i in range(0, len(pixels), bpp * 7)
                   if abs(pixels[i] - pixels[i + 2]) > 60 or max(pixels[i:i + 3]) < 100)
     assert colored > 500  # plot lines, bars and text, not a blank page

@@ -226,3 +226,31 @@ def test_incremental_canonical_equals_a_full_recompute_whatever_is_appended():
         got, want = inc.update(rows), canonicalize(rows)
         pd.testing.assert_frame_equal(got.frame, want.frame)
         assert got.nonfinite == want.nonfinite and got.sources == want.sources
+
+
+def test_an_append_of_5000_new_metric_names_is_capped_and_said(tmp_path):
+    """The watch's incremental canonical folded every name an append brought (no cap, where the one-shot
+    readers keep MAX_KEYS = 4,096): 20 step lines of 3 names (step, actor/entropy, critic/score/mean), then one
+    appended line with those and 5,000 more: 5,003 distinct names, 5,003 - 4,096 = 907 cut, said once."""
+    from triage_agent.commands.watch import watch
+
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "verl_demo.log"
+    log.write_text("".join(f"step:{i} - actor/entropy:{0.5 + i / 100:.3f} - critic/score/mean:{0.1 + i / 100:.3f}\n"
+                           for i in range(1, 21)))
+    wide = "step:21 - actor/entropy:0.7 - critic/score/mean:0.3 - " + " - ".join(f"m{j:04d}:1.0" for j in range(5000))
+    events: list = []
+    widths: list[int] = []
+
+    def after(follower: Follower, seconds: float) -> None:
+        widths.append(len(follower.canonicals["verl_demo.log"].result.raw_keys))
+        with open(log, "a") as fh:  # after each pass: the wide line, then the next step
+            fh.write(wide + "\n" if len(widths) == 1 else f"step:{20 + len(widths)} - actor/entropy:0.7\n")
+
+    assert watch(str(run), lambda e: bool(events.append(e)), interval=0.05, passes=3, on_pass=after) == 0
+    cut = [e for e in events if e.id == "run.names_cut"]
+    assert len(cut) == 1 and cut[0].evidence == {"file": "verl_demo.log", "names_cut": 907,
+                                                 "names_kept_at_most": 4096}, events
+    assert "907 distinct metric names were not read" in cut[0].title
+    assert widths[1] == widths[2] == 4096  # the names the canonical frame was planned from: capped

@@ -24,6 +24,7 @@ from triage_agent.findings.facts import resolve
 from triage_agent.findings.model import SEVERITY_RANK, Finding
 from triage_agent.runs import budget, remote
 from triage_agent.runs.follow import Follower
+from triage_agent.runs.formats.base import MAX_KEYS
 from triage_agent.runs.load import NothingRecognisable, load_run
 from triage_agent.runs.model import Run
 
@@ -60,6 +61,7 @@ class WatchState:
     step_seconds: list[float] = field(default_factory=list)
     passes: int = 0
     crashed: bool = False
+    cut: dict[str, int] = field(default_factory=dict)  # file -> distinct metric names said to be cut
 
 
 def last_step(run: Run) -> int | None:
@@ -120,6 +122,21 @@ def evaluate_pass(run: Run, state: WatchState, now: float, stall_after: float,
                               "median_step_seconds": round(statistics.median(state.step_seconds), 2)
                               if state.step_seconds else None, "source": "watch clock"},
             run.where, now, fix="look for a hung rank (NCCL), a dead engine or a full disk; py-spy dump the workers"))
+    return events
+
+
+def _cut_notes(follower: Follower, state: WatchState, location: str, now: float) -> list[WatchEvent]:
+    """A note when a file's distinct metric names pass the readers' cap (an append of thousands of new names):
+    said once, and again only when more are cut, as `inspect` says it in its notes."""
+    events = []
+    for rel, cut in follower.cut.items():
+        if cut > state.cut.get(rel, 0):
+            state.cut[rel] = cut
+            events.append(WatchEvent(
+                "run.names_cut", "warning", f"{rel}: {cut:,} distinct metric names were not read (at most "
+                f"{MAX_KEYS:,} are kept, fewer over many rows: those logged on the fewest rows go first)",
+                state.last_step, {"file": rel, "names_cut": cut, "names_kept_at_most": MAX_KEYS}, location, now,
+                event="note"))
     return events
 
 
@@ -196,7 +213,8 @@ def watch(location: str, on_event: Callable[[WatchEvent], bool], *, interval: fl
         if run is None:
             state.passes += 1
         else:
-            for ev in evaluate_pass(run, state, clock(), stall_after, tick=tick()):
+            for ev in [*_cut_notes(follower, state, location, clock()),
+                       *evaluate_pass(run, state, clock(), stall_after, tick=tick())]:
                 if on_event(ev):
                     return 1
         if on_pass is not None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from rich.console import Console
@@ -121,7 +122,7 @@ def _answer(session: ChatSession, line: str, console: Console) -> None:
 
     hold = Holdback()  # the changes block is shown checked below the answer, not as the model wrote it
     try:
-        with Live(Markdown(""), console=console, refresh_per_second=8, transient=False) as live:
+        with _no_echo(), Live(Markdown(""), console=console, refresh_per_second=8, transient=False) as live:
             def on_text(chunk: str) -> None:
                 text.append(hold.feed(chunk))
                 live.update(Markdown(neutralise("".join(text))))
@@ -134,3 +135,31 @@ def _answer(session: ChatSession, line: str, console: Console) -> None:
         console.print("[answer stopped]", style="yellow", markup=False, highlight=False)
     except TriageError as exc:
         console.print(literal(exc, "red"))
+
+
+@contextlib.contextmanager
+def _no_echo() -> Iterator[None]:
+    """The terminal does not echo what is typed while an answer streams. Rich pads the answer's lines to the
+    terminal's width, so an echoed ^C (Ctrl-C) wrapped to a line of its own and the answer's last redraw landed
+    there: the partial answer showed twice. Ctrl-C still sends SIGINT (only the echo is off); restored after."""
+    try:
+        import termios
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else None
+    try:
+        before = termios.tcgetattr(fd) if fd is not None else None
+    except termios.error:
+        before = None
+    if before is None or fd is None:
+        yield
+        return
+    quiet = list(before)
+    quiet[3] &= ~(termios.ECHO | termios.ECHOCTL)
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(termios.error):
+            termios.tcsetattr(fd, termios.TCSANOW, before)

@@ -88,11 +88,15 @@ class Follower(Reader):
         self.memo: dict[tuple[str, str], tuple[tuple[int, int, int], Any]] = {}
         self.read_bytes = 0  # bytes read by incremental readers in the last pass (for the benchmark)
         self.canonicals: dict[str, Incremental] = {}
+        self.cut: dict[str, int] = {}  # file -> distinct metric names its last pass left out (MAX_KEYS, MAX_CELLS)
 
     def canonical(self, rel: str, rows: list[dict[str, Any]] | Columns, columns: Naming) -> Canonical:
         if isinstance(rows, Columns):  # columns are folded whole each pass: vectorised, no rows to add to
-            return super().canonical(rel, rows, columns)
-        return self.canonicals.setdefault(rel, Incremental()).update(rows, columns)
+            can = super().canonical(rel, rows, columns)
+        else:
+            can = self.canonicals.setdefault(rel, Incremental()).update(rows, columns)
+        self.cut[rel] = can.cut
+        return can
 
     def _memo(self, kind: str, path: Path, rel: str, read: Any) -> Any:
         stamp = _stamp(path)

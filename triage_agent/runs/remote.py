@@ -189,7 +189,7 @@ def _folder_listing(fs: Any, root: str, res: Mirror, flat: bool) -> tuple[dict[s
         if flat and m is not None and m.group(1).lower() in FLAT_LISTING:
             return _flat_listing(fs, root, res.notes)
         return _listing(fs, root, res.notes, SWEEP_FILES if flat else MAX_FILES)
-    except TriageError:
+    except (TriageError, MemoryError):  # a MemoryError is the run's budget (or our bug), never "cannot list"
         raise
     except Exception as exc:  # each fsspec back end raises its own kinds: all are "cannot list"
         raise BadInput(f"{res.url}: cannot list ({_short(exc)})") from None
@@ -376,6 +376,8 @@ def _fetch_one(fs: Any, res: Mirror, target: Path, rel: str, info: dict[str, Any
                 got = bounded.copy_to(src, tmp, size if isinstance(size, int) and size >= 0 else UNSIZED_BYTES,
                                       FETCH_SECONDS, f"{res.url}/{rel}")
         os.replace(tmp, target)
+    except MemoryError:
+        raise  # the run's budget (or our bug), never "not fetched"
     except Exception as exc:  # one unreadable object is reported; the others are still read
         res.notes.append(f"{res.url}/{rel}: not fetched ({_short(exc)})")
         return target, stamp

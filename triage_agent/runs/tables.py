@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import ctypes
+import decimal
 import io
 import json
 import math
@@ -162,14 +163,20 @@ def _give_back_memory() -> None:
 
 
 def _whole_jsonl(path: Path) -> pd.DataFrame:
-    frame: pd.DataFrame = pajson.read_json(path).to_pandas()
+    with bounded.open_binary(path) as fh:  # pyarrow reads the checked open file, never the name again (open once)
+        frame: pd.DataFrame = pajson.read_json(fh).to_pandas()
     return frame
 
 
 def _stream_jsonl(path: Path, rows: int) -> pd.DataFrame:
     """Batches of a megabyte, each copied at once into NumPy columns sized for the file's `rows` lines (an
     upper bound on its rows): the file never sits whole in Arrow buffers, and no column is concatenated."""
-    reader = pajson.open_json(path, read_options=pajson.ReadOptions(block_size=STREAM_BLOCK),
+    with bounded.open_binary(path) as fh:  # pyarrow reads the checked open file, never the name again (open once)
+        return _stream_jsonl_from(fh, rows)
+
+
+def _stream_jsonl_from(fh: BinaryIO, rows: int) -> pd.DataFrame:
+    reader = pajson.open_json(fh, read_options=pajson.ReadOptions(block_size=STREAM_BLOCK),
                               memory_pool=pa.system_memory_pool())  # returns freed memory to the system
     out: dict[str, np.ndarray] = {}
     at = 0
@@ -205,36 +212,50 @@ def read_jsonl_numbers(path: Path) -> tuple[dict[str, tuple[np.ndarray, np.ndarr
         if not streaming and not _narrow(path, lines, WHOLE_BYTES):
             break
         try:
-            if streaming:
-                batches: Any = pajson.open_json(path, read_options=pajson.ReadOptions(block_size=STREAM_BLOCK),
-                                                memory_pool=pa.system_memory_pool())
-            else:  # a key that appears only after the first batch (the streaming reader fixes its schema there)
-                batches = pajson.read_json(path, memory_pool=pa.system_memory_pool()).to_batches()
-            values: dict[str, np.ndarray] = {}
-            present: dict[str, np.ndarray] = {}
-            names: dict[str, None] = {}
-            at = 0
-            for batch in batches:
-                n = batch.num_rows
-                if at + n > lines:
-                    raise ValueError("more rows than lines")  # cannot happen; the line reader decides
-                for name, col in zip(batch.schema.names, batch.columns):
-                    names.setdefault(name, None)
-                    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-                        continue
-                    if name not in values:
-                        values[name] = np.full(lines, np.nan)
-                        present[name] = np.zeros(lines, dtype=bool)
-                    values[name][at:at + n] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-                    present[name][at:at + n] = col.is_valid().to_numpy(zero_copy_only=False)
-                at += n
-            del batches
-        except (pa.ArrowException, OSError, ValueError):
+            fh = bounded.open_binary(path)  # pyarrow reads the checked open file, never the name again (open once)
+        except OSError:
+            return None
+        with fh:
+            got = _numbers_from(fh, streaming, lines)
+        if got is None:
             continue
         _give_back_memory()
-        found = {k: (values[k][:at], present[k][:at]) for k in values}
-        return found, list(names), _jsonl_line_numbers(path, at, lines)
+        found, names, at = got
+        return found, names, _jsonl_line_numbers(path, at, lines)
     return None
+
+
+def _numbers_from(fh: BinaryIO, streaming: bool, lines: int
+                  ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str], int] | None:
+    """`read_jsonl_numbers`' one attempt on an open file: (columns, keys, rows), or None when pyarrow refuses."""
+    try:
+        if streaming:
+            batches: Any = pajson.open_json(fh, read_options=pajson.ReadOptions(block_size=STREAM_BLOCK),
+                                            memory_pool=pa.system_memory_pool())
+        else:  # a key that appears only after the first batch (the streaming reader fixes its schema there)
+            batches = pajson.read_json(fh, memory_pool=pa.system_memory_pool()).to_batches()
+        values: dict[str, np.ndarray] = {}
+        present: dict[str, np.ndarray] = {}
+        names: dict[str, None] = {}
+        at = 0
+        for batch in batches:
+            n = batch.num_rows
+            if at + n > lines:
+                raise ValueError("more rows than lines")  # cannot happen; the line reader decides
+            for name, col in zip(batch.schema.names, batch.columns):
+                names.setdefault(name, None)
+                if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+                    continue
+                if name not in values:
+                    values[name] = np.full(lines, np.nan)
+                    present[name] = np.zeros(lines, dtype=bool)
+                values[name][at:at + n] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+                present[name][at:at + n] = col.is_valid().to_numpy(zero_copy_only=False)
+            at += n
+        del batches
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    return {k: (values[k][:at], present[k][:at]) for k in values}, list(names), at
 
 
 def _jsonl_line_numbers(path: Path, rows: int, lines: int) -> range | list[int]:
@@ -371,13 +392,18 @@ _MISSING_TEXT = ("", "nan", "null", "none", "na", "n/a")  # a missing value writ
 
 
 def _scalar(v: object) -> object:
-    """A cell as pandas can read it as a number: bytes decoded, an integer too large for a float and any
-    nested value made missing."""
+    """A cell as pandas can read it as a number: bytes decoded, an integer too large for a float (pandas raises
+    OverflowError on one) missing, a decimal as a float, and anything else that is not a plain number or text (a
+    nested value, a signalling NaN pandas cannot hash, a date) missing."""
+    if isinstance(v, (str, float, bool, np.number)) or v is None:
+        return v
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
-    if isinstance(v, int) and not isinstance(v, bool):
+    if isinstance(v, int):
         return float(v) if abs(v) < 1e308 else None
-    return None if isinstance(v, (dict, list, tuple)) else v
+    if isinstance(v, decimal.Decimal):
+        return None if v.is_snan() else float(v)
+    return None
 
 
 _NAN_TEXT = ("nan", "+nan", "-nan", "")
@@ -421,7 +447,7 @@ def normalize(frame: pd.DataFrame, role: str, rel: str, columns: dict[str, str] 
         if col in schema["bool"]:
             frame[col] = _to_bool(frame[col])
         elif col in schema["numeric"] and frame[col].dtype.kind not in "iuf":
-            frame[col] = pd.to_numeric(frame[col], errors="coerce")
+            frame[col] = pd.to_numeric(frame[col].map(_scalar), errors="coerce")  # a 400-digit step: no exit 70
         elif frame[col].dtype.kind == "b":
             frame[col] = frame[col].astype("int64")
         elif frame[col].dtype.kind == "O":

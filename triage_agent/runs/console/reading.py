@@ -110,11 +110,14 @@ def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, job
     line, the rest by blocks, where markers are. `triage watch` calls it again for each appended range.
     Past `deadline` (time.monotonic) the scan stops between blocks and `sc.stopped_at` says where."""
     fh.seek(start)
-    if lineno < limits.DETECT_LINES or sc.linewise:
-        lineno = _read_lines(sc, fh, lineno, lambda n: (n >= limits.DETECT_LINES and not sc.linewise) or fh.tell() >= end,
-                             end)
+    if lineno < limits.DETECT_LINES or sc.linewise:  # the head too is read within the deadline (a stalled mount)
+        lineno = _read_lines(sc, fh, lineno, lambda n: (n >= limits.DETECT_LINES and not sc.linewise)
+                             or fh.tell() >= end or _past(deadline), end)
     reached = fh.tell()
     if reached >= end:
+        return lineno
+    if _past(deadline):
+        sc.stopped_at = reached
         return lineno
     before, last = lineno, -1  # `before`: newlines before the block being read
     markers, pos = sc.markers(), reached  # `pos`: where the block being read starts
@@ -133,7 +136,7 @@ def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, job
                 reached = _read_open(sc, fh.fileno(), at_byte + len(raw), end, at, blk.data, blk.start)
         before += blk.newlines
         pos = min(pos + blockscan.BLOCK, end)
-        if deadline is not None and pos < end and time.monotonic() > deadline:
+        if pos < end and _past(deadline):
             found.close()
             sc.stopped_at = end = pos
             break
@@ -145,6 +148,11 @@ def scan_range(sc: Scanner, fh: BinaryIO, start: int, end: int, lineno: int, job
     tail = os.pread(fh.fileno(), 1, end - 1)
     sc.scan.lines = before + (0 if tail == b"\n" else 1)
     return sc.scan.lines
+
+
+def _past(deadline: float | None) -> bool:
+    """Whether the scan's deadline (time.monotonic) has come; at or past it (a bound of 0 s stops at once)."""
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def _any_text(fh: BinaryIO, end: int) -> bool:

@@ -397,7 +397,9 @@ def _frame(by_step: dict[int, dict[str, float]]) -> pd.DataFrame:
 
 class Incremental:
     """`canonicalize` kept up to date while rows are appended (a run being watched): when the new rows bring
-    no new key and only later steps, only they are folded in; anything else is computed afresh."""
+    no new key and only later steps, only they are folded in; anything else is computed afresh, through columns
+    as a one-shot read is (`canonicalize_columns`): the same frame, with the same cap on distinct keys (MAX_KEYS,
+    MAX_CELLS) and the count of what it cut, which the folded passes carry on."""
 
     def __init__(self) -> None:
         self.result: Canonical | None = None
@@ -424,14 +426,15 @@ class Incremental:
                         frame = pd.concat([prev.frame, extra[[c for c in prev.frame.columns if c in extra.columns]]],
                                           ignore_index=True)
                         can = Canonical(frame, prev.sources, {c: (min(v), len(v)) for c, v in seen_nonfinite.items()},
-                                        prev.raw_keys, inferred=prev.inferred, ties=prev.ties)
+                                        prev.raw_keys, inferred=prev.inferred, ties=prev.ties,
+                                        restarts=prev.restarts, restart_count=prev.restart_count, cut=prev.cut)
                         can.plan = (step_key, chosen, parts, seen_nonfinite)
                         return self._keep(can, rows, cols)
                 elif not folded:
                     return self._keep(prev, rows, cols)
         elif appended and prev is not None and not new:
             return prev
-        can = canonicalize(rows, cols)
+        can = canonicalize_columns(Columns.from_rows(rows), cols)  # 5,000 new names in one append: capped, said
         self.keys = {k for r in rows for k in r}
         return self._keep(can, rows, cols)
 

@@ -14,9 +14,11 @@ the texts are not held (the file's first few degenerate ones are kept as evidenc
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from triage_agent import bounded, safejson
 from triage_agent.runs.formats.base import Format, FormatRead, head_bytes
@@ -27,7 +29,9 @@ from triage_agent.runs.tables import iter_json_objects
 _NAME = re.compile(r"^completions(?:_[\w-]*)?\.(?:parquet|jsonl|table\.json)$")
 _TEXT = ("completion", "completions", "response", "output")
 _REWARD = ("reward", "rewards", "score")
-MAX_TABLE_BYTES = 64 << 20  # a W&B table file read whole (bounded)
+MAX_TABLE_BYTES = 64 << 20  # a W&B table file read whole (bounded), a Parquet table's file
+MAX_DECODED_BYTES = 256 << 20  # a Parquet table's read columns once decompressed (its metadata's page sizes)
+_COLUMNS = {*_TEXT, *_REWARD, "step", "prompt"}  # what a sample is made of; the table's other columns are not read
 
 
 def _sniff(path: Path, rel: str) -> bool:
@@ -80,18 +84,64 @@ def _read(path: Path, rel: str) -> FormatRead:
 
 
 def _parquet(path: Path, rel: str, got: FormatRead, step: int | None) -> None:
-    import pyarrow.parquet as pq  # a core dependency, imported only where a Parquet file is read
-
-    if path.stat().st_size > MAX_TABLE_BYTES:
-        got.notes.append(f"{rel}: a completions table over {MAX_TABLE_BYTES >> 20} MB; not read")
-        return
     try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises many kinds on a damaged file: the file is reported, not the run
-        got.errors.append(ParseError(rel, None, f"not a readable Parquet file ({type(exc).__name__})"))
+        fh = bounded.open_binary(path)  # the file discovery listed (a link swapped in is refused): pyarrow reads
+    except OSError as exc:  # this open file, never the name
+        got.errors.append(ParseError(rel, None, f"unreadable: {exc.strerror}"))
         return
-    for i, obj in enumerate(table.slice(0, MAX_SAMPLES).to_pylist(), 1):
-        _sample(obj, rel, i, got, step)
+    with fh:
+        if os.fstat(fh.fileno()).st_size > MAX_TABLE_BYTES:
+            got.notes.append(f"{rel}: a completions table over {MAX_TABLE_BYTES >> 20} MB; not read")
+            return
+        batches, line = _parquet_batches(fh), 0
+        while True:
+            try:  # only pyarrow's reading is caught: a fault in the samples below is ours and not hidden
+                batch = next(batches, None)
+            except MemoryError:
+                raise  # a run's memory budget (or our bug), never "an unreadable file"
+            except _Refused as exc:
+                got.notes.append(f"{rel}: {exc}; not read")
+                return
+            except Exception as exc:  # pyarrow raises many kinds on a damaged file: the file is reported, not the run
+                got.errors.append(ParseError(rel, None, f"not a readable Parquet file ({type(exc).__name__})"))
+                return
+            if batch is None:
+                return
+            for obj in batch:
+                line += 1
+                _sample(obj, rel, line, got, step)
+                if len(got.samples) >= MAX_SAMPLES:
+                    return
+
+
+class _Refused(Exception):
+    """A completions table past a bound: said as a note (file, reason)."""
+
+
+def _parquet_batches(fh: BinaryIO) -> Iterator[list[dict[str, Any]]]:
+    """The table's rows, a batch at a time, of the columns a sample is made of. A text column is read as a
+    dictionary and each row refers to its entry, so a text repeated over many rows (a few bytes each on disk) is
+    held once; the columns' size once decompressed (the file's page sizes) is bounded first: a small file of
+    repeated text decodes to gigabytes."""
+    import pyarrow as pa  # a core dependency, imported only where a Parquet file is read
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(fh).metadata
+    names = [n for n in meta.schema.to_arrow_schema().names if n in _COLUMNS]
+    decoded = sum(rg.column(i).total_uncompressed_size for rg in (meta.row_group(r) for r in range(meta.num_row_groups))
+                  for i in range(rg.num_columns) if rg.column(i).path_in_schema.split(".")[0] in names)
+    if decoded > MAX_DECODED_BYTES:
+        raise _Refused(f"a completions table of {decoded / 1e6:,.0f} MB once decompressed (more than "
+                       f"{MAX_DECODED_BYTES >> 20} MB)")
+    for batch in pq.ParquetFile(fh, read_dictionary=names).iter_batches(batch_size=1 << 16, columns=names):
+        columns: dict[str, list[Any]] = {}
+        for name, col in zip(batch.schema.names, batch.columns):
+            if isinstance(col, pa.DictionaryArray):
+                entries = col.dictionary.to_pylist()
+                columns[name] = [None if j is None else entries[j] for j in col.indices.to_pylist()]
+            else:
+                columns[name] = col.to_pylist()
+        yield [{k: v[i] for k, v in columns.items()} for i in range(batch.num_rows)]
 
 
 def _wandb_table(path: Path, rel: str, got: FormatRead, step: int | None) -> None:
