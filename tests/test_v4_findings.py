@@ -443,6 +443,21 @@ def test_printed_samples_are_judged_and_a_block_without_an_end_closes(make_run):
     assert rep.run.logs[0].last_step == 30 and len(rep.run.logs[0].samples) == 1
 
 
+def test_printed_samples_past_the_budget_are_judged_at_a_doubling_stride(make_run):
+    # 3,000 printed samples, every one a loop: samples 1-512 all judged (512), 513-1536 every 2nd (512), then
+    # 1537-3000 every 4th: the (seen - 1) in 1536..2999 that are multiples of 4, 366 -> 1,390 judged, the last
+    # one sample 2,997 (so the log's end is judged too), every one a loop
+    lines = ["step:1 - critic/score/mean:0.5\n"]
+    for i in range(3000):
+        lines += [f"[response] {'again and again and again ' * 10}\n", "[score] 0.0\n"]
+        if i % 300 == 299:
+            lines.append(f"step:{i // 300 + 2} - critic/score/mean:0.5\n")
+    rep = inspect(make_run({"verl_demo.log": "".join(lines)}))
+    samples = rep.run.logs[0].samples
+    assert len(samples) == 1390 and {s["degenerate"] for s in samples} == {"loop"}
+    assert samples[-1]["step"] == 10  # after the step line printed after sample 2,700 (step 2699 // 300 + 2 = 10)
+
+
 def _kind_by_list(text: str) -> str | None:
     """degenerate.kind as it was written before issue 40: the non-blank characters listed, then counted."""
     from collections import Counter
