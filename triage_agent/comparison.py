@@ -6,7 +6,7 @@ The first run is the reference: differences and the step where curves part are m
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,9 @@ from triage_agent.before_after import BeforeAfter
 from triage_agent.findings.facts import Facts
 from triage_agent.numbers import sent
 from triage_agent.runs.trainers import SERIES
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "triage.compare/v1"
 
@@ -51,6 +54,14 @@ class Comparison:
         if len(missing) == len(self.names):
             return "no run has a config file: no config was compared"
         return f"no config file in {', '.join(missing)}: its keys count as missing"
+
+    def view(self, console: Console) -> None:
+        from triage_agent.render.compare import render
+
+        render(self, console)
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        return 0
 
     def document(self, limit: int | None = None) -> dict[str, Any]:
         """The comparison as JSON; `limit` bounds the config keys (for the model)."""

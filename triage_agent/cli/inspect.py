@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from triage_agent.cli.base import Command, emit, fail_code, progress, report_flags, write_html
+from triage_agent.cli.base import Command, emit, progress, report_flags, write_html
 from triage_agent.errors import BadInput
 
 if TYPE_CHECKING:
@@ -35,18 +35,15 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
         if args.html or args.fail_on:
             raise BadInput("--at shows a step window: it takes --json, not --html or --fail-on")
-        emit(out, args.json, inspect_window(args.run, args.at, args.window, run=args.pick))
-        return 0
+        return emit(out, args.json, inspect_window(args.run, args.at, args.window, run=args.pick))
     report = inspect(args.run, progress(err), run=args.pick, jobs=args.jobs, executor=args.executor,
                      ray_address=args.ray_address, keep_reports=args.json,
                      one_run_only="--html shows one run: pick one with --run NAME, or put runs side by side with "
                                   "`triage compare A B --html FILE`" if args.html else None)
     if isinstance(report, SweepResult):
-        emit(out, args.json, report)
-        return 1 if report.fails(args.fail_on) else 0
+        return emit(out, args.json, report, args.fail_on)
     write_html(report, args.html, err)
-    emit(out, args.json, report)
-    return fail_code(report, args.fail_on)
+    return emit(out, args.json, report, args.fail_on)
 
 
 COMMAND = Command(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -12,6 +13,9 @@ from triage_agent.errors import TriageError
 from triage_agent.llm import capabilities
 from triage_agent.llm.client import LLMClient
 from triage_agent.llm.settings import Settings, configure_hint, key_hint, mask, state_dir
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TOOL_FIX = ("the server does not do tool calls: start it with a tool-capable chat template (llama.cpp server "
             "--jinja; llama-cpp-python --chat_format chatml-function-calling; vLLM --enable-auto-tool-choice "
@@ -39,6 +43,15 @@ class DoctorResult:
     @property
     def can_report(self) -> bool:
         return all(c.ok is not False for c in self.checks)
+
+    def view(self, console: Console) -> None:
+        from triage_agent.render.terminal import doctor_view
+
+        doctor_view(self, console)
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        """3 when a check failed: endpoint trouble, as for every command."""
+        return 0 if self.can_report else 3
 
     def document(self) -> dict[str, object]:
         return {"settings": self.settings, "can_report": self.can_report, "checks": [vars(c) for c in self.checks],

@@ -12,13 +12,16 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_agent.errors import BadInput, TriageError, Unreachable
 from triage_agent.extras import install_hint
 from triage_agent.findings.model import SEVERITY_RANK
 from triage_agent.runs import budget
 from triage_agent.runs.sweep import Split
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "triage.sweep/v1"
 EXECUTORS = ("local", "ray")
@@ -62,6 +65,15 @@ class SweepResult:
     def fails(self, severity: str | None) -> bool:
         return bool(severity) and any(r.worst and SEVERITY_RANK[r.worst] <= SEVERITY_RANK[severity or "info"]
                                       for r in self.rows)
+
+    def view(self, console: Console) -> None:
+        from triage_agent.render.sweep import render
+
+        render(self, console)
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        """1 when a run has a finding as severe as `fail_on` or worse (--fail-on), as one run's report would."""
+        return 1 if self.fails(fail_on) else 0
 
     def document(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "root": self.root, "executor": self.executor, "jobs": self.jobs,
