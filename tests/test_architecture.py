@@ -91,12 +91,12 @@ def test_readme_tool_list_is_the_code_s():
     text = _readme_section("Use")
     block = text[text.index("local tools ("):]
     block = block[:block.index(")")]
-    assert re.findall(r"`(\w+)`", block) == [fn.__name__ for fn in tools.TOOLS]
+    assert re.findall(r"`(\w+)`", block) == list(tools.REGISTRY)
 
 
 def test_formats_are_registered_once_and_discovery_names_none_of_them():
     names = [f.name for f in formats.FORMATS]
-    assert len(names) == len(set(names)) and formats.BY_NAME.keys() == set(names)
+    assert len(names) == len(set(names)) and formats.names() == set(names) and all(formats.named(n).name == n for n in names)
     for module in ("discover.py", "load.py"):
         source = (REPO / "triage_agent" / "runs" / module).read_text()
         for name in names:
@@ -112,7 +112,7 @@ def test_a_tool_that_raises_becomes_an_error_result(monkeypatch):
         """A tool with a bug."""
         return {"x": 1 / 0}
 
-    monkeypatch.setitem(tools.BY_NAME, "run_overview", broken)
+    monkeypatch.setitem(tools.REGISTRY, "run_overview", tools.Tool(broken, tools.REGISTRY["run_overview"].offered, False))
     got = tools.call(facts, "run_overview", {})
     assert got.output is None and got.error is not None and "ZeroDivisionError" in got.error
     assert got.text.startswith("error: ")

@@ -20,7 +20,7 @@ from triage_agent.findings.facts import Facts, resolve
 from triage_agent.findings.model import Finding
 from triage_agent.findings.registry import REGISTRY, rule
 from triage_agent.findings.rules import Rules
-from triage_agent.runs import discover, formats
+from triage_agent.runs import formats
 from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.load import load_run
 
@@ -38,10 +38,8 @@ ACME = Format("acme_jsonl", lambda path, rel: path.name.endswith(".acme.jsonl"),
 
 @pytest.fixture
 def acme_format(monkeypatch):
-    # "one line in runs/formats/__init__.py": the tuple discovery walks, and the by-name table loading uses
+    # "one line in runs/formats/__init__.py": the one tuple discovery walks and loading and watch look names up in
     monkeypatch.setattr(formats, "FORMATS", (ACME, *formats.FORMATS))
-    monkeypatch.setattr(discover, "FORMATS", (ACME, *discover.FORMATS))
-    monkeypatch.setitem(formats.BY_NAME, "acme_jsonl", ACME)
 
 
 def _acme_lines(lo: int, hi: int) -> str:
@@ -102,7 +100,6 @@ def test_a_new_tool_is_offered_inlined_and_served(monkeypatch, tmp_path):
 
     monkeypatch.setattr(tools, "REGISTRY", dict(tools.REGISTRY))
     tools.tool(inline=True)(acme_summary)
-    monkeypatch.setattr(tools, "BY_NAME", {t.name: t.fn for t in tools.REGISTRY.values()})
     facts = resolve(load_run(Path(__file__).resolve().parent.parent / "sample_runs" / "trl_healthy"))
     schema = next(s for s in tools.schemas(facts) if s["function"]["name"] == "acme_summary")
     assert schema["function"]["parameters"]["properties"]["top"]["type"] == "integer"

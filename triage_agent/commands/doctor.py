@@ -163,7 +163,7 @@ def step_tools(p: Probe) -> list[Check]:
     except TriageError as exc:
         client.capabilities = client.capabilities.learn(tools=False)
         return [Check("tool calling", None, str(exc), TOOL_FIX)]
-    if client.capabilities.get("tools") is False:
+    if client.capabilities.tools is False:
         return [Check("tool calling", None, "the server rejected `tools`", TOOL_FIX)]
     if r.tool_calls:
         client.capabilities = client.capabilities.learn(tools=True)
@@ -181,9 +181,9 @@ def step_json_schema(p: Probe) -> list[Check]:
                         response_format=schema, max_tokens=PROBE_TOKENS)
     except TriageError as exc:
         return [Check("JSON-schema output", None, str(exc))]
-    if client.capabilities.get("json_object"):
+    if client.capabilities.json_object:
         return [Check("JSON-schema output", None, "JSON schemas rejected; plain JSON mode (json_object) used instead")]
-    if client.capabilities.get("json_schema") is False:
+    if client.capabilities.json_schema is False:
         return [Check("JSON-schema output", None, "response_format rejected; answers are parsed and repaired")]
     try:
         json.loads(r.content)
@@ -202,7 +202,7 @@ def step_streaming(p: Probe) -> list[Check]:
                     max_tokens=PROBE_TOKENS)
     except TriageError as exc:
         return [Check("streaming", None, str(exc))]
-    if client.capabilities.get("streaming") is False:
+    if client.capabilities.streaming is False:
         return [Check("streaming", None, "streaming rejected; `ask` prints the answer when complete")]
     client.capabilities = client.capabilities.learn(streaming=True)
     return [Check("streaming", True, f"{len(chunks)} chunks received")]
