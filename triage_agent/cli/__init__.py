@@ -1,9 +1,9 @@
 """The command line: parse arguments, call the command's function (it returns a typed result), render it.
 
 Each subcommand is one module of this package defining `COMMAND = Command(...)`: its help texts, example,
-arguments and handler in one place; the parser is built from every such module, so a new command is that
-module plus its function in `commands/`. Nothing heavy is imported before parsing, so `triage --help`
-stays fast."""
+arguments and handler in one place; the parser is built from every such module found when it is built, so a new
+command is that module (its result declares its own view and exit code: `base.Shown`). Nothing heavy is imported
+before parsing, so `triage --help` stays fast."""
 
 from __future__ import annotations
 
@@ -20,10 +20,12 @@ from triage_agent.errors import TriageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["COMMANDS", "Command", "main", "parser", "progress", "spinner"]
+__all__ = ["Command", "commands", "main", "parser", "progress", "spinner"]
 
 
-def _commands() -> tuple[Command, ...]:
+def commands() -> tuple[Command, ...]:
+    """Every command, from the package's modules as they are now (never a copy made at import: a module added to
+    the package is a command), in `triage --help`'s order."""
     found = []
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
@@ -33,14 +35,11 @@ def _commands() -> tuple[Command, ...]:
     return tuple(sorted(found, key=lambda c: (c.order, c.name)))
 
 
-COMMANDS: tuple[Command, ...] = _commands()
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="triage", description="Diagnose failing RL fine-tuning runs.")
     p.add_argument("--version", action="version", version=f"triage {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for c in COMMANDS:
+    for c in commands():
         sp = sub.add_parser(c.name, help=c.summary, description=c.description, epilog=c.example,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         sp.add_argument("--width", type=width, metavar="N",
