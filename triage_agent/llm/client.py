@@ -14,7 +14,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,11 +148,14 @@ OPTIONAL: list[tuple[str, Name, tuple[str, ...]]] = [
 ]
 
 
-def build_request(model: str | None, max_tokens: int, capabilities: Capabilities, messages: list[dict[str, Any]],
+def build_request(model: str | None, max_tokens: int, capabilities: Capabilities | Mapping[str, bool],
+                  messages: list[dict[str, Any]],
                   tools: list[dict[str, Any]] | None = None, response_format: dict[str, Any] | None = None,
                   stream: bool = False, temperature: float | None = None, seed: int | None = None,
                   tool_choice: str | dict[str, Any] = "auto") -> dict[str, Any]:
     """The request body, with the optional features this endpoint is known to reject left out (pure)."""
+    if not isinstance(capabilities, Capabilities):  # a table of them, as a profile gives (read as Settings does)
+        capabilities = Capabilities.from_mapping(capabilities)
     body: dict[str, Any] = {"model": model, "messages": messages,
                             # a small model in JSON mode can otherwise write until its context is full
                             "max_tokens": max_tokens}
