@@ -3,16 +3,34 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_runs"
 REAL_RUNS = REPO.parent / "shared" / "real_runs"
+
+# One Hypothesis profile for every property test: no deadline (the machines are shared; no test asserts a time),
+# fixtures shared across examples allowed (each test makes its own files per example), and each test's example
+# count (300 unless it names one with `n_examples(n)`) scaled by TRIAGE_EXAMPLES_SCALE (default 1, CI's counts;
+# 10 for a long hunt, 0.1 for a quick pass)
+EXAMPLES_SCALE = float(os.environ.get("TRIAGE_EXAMPLES_SCALE", "1"))
+
+
+def n_examples(n: int) -> int:
+    """A property test's example count: `n` by default, scaled by TRIAGE_EXAMPLES_SCALE (at least 1)."""
+    return max(1, round(n * EXAMPLES_SCALE))
+
+
+settings.register_profile("triage", max_examples=n_examples(300), deadline=None,
+                          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+settings.load_profile("triage")
 
 
 _CACHES = {"n": 0}

@@ -247,7 +247,7 @@ def test_every_tool_output_is_bounded_on_every_sample_run():
                 "diff_rounds": {"round_a": "selector_round1", "round_b": "selector_round2"},
                 "simulate_adjustment": {"changes": {"easy_threshold": 0.9}},
                 "search_log": {"pattern": "."}}
-        for name in tools.BY_NAME:
+        for name in tools.REGISTRY:
             got = tools.call(facts, name, args.get(name, {}))
             assert len(got.text) / 4 < 1500, (run_dir.name, name)
             if got.error is None:

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import n_examples
 from tests.dialects import examples
 from triage_agent.runs.console import Scanner, blockscan, limits, scan_log, scan_log_lines
 from triage_agent.runs.model import LogScan
@@ -131,7 +132,7 @@ FRAGMENTS = st.sampled_from([
 ])
 
 
-@settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=n_examples(150))
 @given(parts=st.lists(FRAGMENTS, max_size=60), steps=st.lists(st.integers(0, 10**6), min_size=60, max_size=60),
        block=st.integers(64, 700), dense=st.booleans())
 def test_block_and_line_scanners_agree_on_anything(tmp_path_factory, monkeypatch, parts, steps, block, dense):
@@ -146,8 +147,7 @@ def test_block_and_line_scanners_agree_on_anything(tmp_path_factory, monkeypatch
     assert equal(scan_log(path, "any.log", jobs=2), scan_log_lines(path, "any.log"))
 
 
-@settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=n_examples(150))
 @given(parts=st.lists(FRAGMENTS, max_size=60), block=st.integers(64, 700), max_line=st.integers(40, 400))
 def test_dense_and_one_by_one_cuts_give_the_same_blocks(tmp_path_factory, monkeypatch, parts, block, max_line):
     # the two ways of cutting a block's marked lines, held to the same Block (offsets, newline counts, bytes,
@@ -185,8 +185,7 @@ def _word_lines(data: bytes) -> list[int]:
     return out
 
 
-@settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=n_examples(150))
 @given(words=st.lists(WORDS, max_size=200), block=st.integers(16, 200), engine=st.sampled_from(["re", "re2", "hyperscan"]))
 def test_word_markers_cut_the_lines_that_end_the_word_across_block_edges(tmp_path_factory, monkeypatch, words, block,
                                                                          engine):

@@ -9,6 +9,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import n_examples
 from triage_agent.runs.formats.base import Columns
 from triage_agent.runs.formats.canonical import canonicalize, canonicalize_columns
 
@@ -49,7 +50,6 @@ def rows_in_order(draw: st.DrawFn) -> list[dict[str, object]]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.one_of(rows(), rows_in_order()), st.sampled_from([None, {"reward": "custom/x"}, {"kl": "entropy"}]))
 def test_columns_and_rows_give_the_same_canonical_frame(data, mapping):
     want = canonicalize(data, mapping)
@@ -84,7 +84,7 @@ def test_rows_back_from_columns():
 DTYPES = ["float64", "int64", "float32", "uint8", "int32", ">f8", "bool", "object", "datetime64[ns]"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=n_examples(150))
 @given(st.integers(0, 6), st.integers(0, 5), st.data())
 def test_frame_of_makes_the_frame_the_public_constructor_makes(n, k, data):
     """frames.frame_of skips pandas' checks for arrays of numbers; the frame must be pd.DataFrame's, column
@@ -118,7 +118,6 @@ def test_frame_of_takes_the_fast_path_on_this_pandas():
     assert frames._fast() is not None
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.integers(-5, 30), st.sampled_from([2**62, -2**62, 2**63, 2**64])),
                           st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3))),
                 max_size=30))

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import finding_ids
@@ -132,7 +132,6 @@ def test_literal_of_hand_worked_patterns():
 PROFILE_LINES = sorted({p.pattern for _lit, p in (*trainers.plan_lines(), *trainers.done_lines())})
 
 
-@settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_every_profile_line_s_literal_is_in_whatever_it_matches(data):
     """The scan searches a log for each plan and completion line's literal: a line the pattern matches must hold

@@ -1,10 +1,12 @@
 """Where each kind of change goes (issue 26): a trainer format, a finding, an agent tool and a command are each
 added here through their registry alone, and every part of triage that should know about them does: discovery,
 loading and watch for the format; the engine and metrics.not_logged for the finding; the model's tool list, the
-inlined results and MCP for the tool; the parser, --help and dispatch for the command."""
+inlined results and MCP for the tool; the parser, --help, dispatch, the result's own view and its exit code for
+the command (one module: issue 42)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -14,13 +16,12 @@ import pytest
 from tests.conftest import cli
 from triage_agent import cli as cli_pkg
 from triage_agent.agent import tools
-from triage_agent.cli.base import Command
 from triage_agent.commands.inspect import inspect
 from triage_agent.findings.facts import Facts, resolve
 from triage_agent.findings.model import Finding
 from triage_agent.findings.registry import REGISTRY, rule
 from triage_agent.findings.rules import Rules
-from triage_agent.runs import discover, formats
+from triage_agent.runs import formats
 from triage_agent.runs.formats.base import Format, FormatRead
 from triage_agent.runs.load import load_run
 
@@ -38,10 +39,8 @@ ACME = Format("acme_jsonl", lambda path, rel: path.name.endswith(".acme.jsonl"),
 
 @pytest.fixture
 def acme_format(monkeypatch):
-    # "one line in runs/formats/__init__.py": the tuple discovery walks, and the by-name table loading uses
+    # "one line in runs/formats/__init__.py": the one tuple discovery walks and loading and watch look names up in
     monkeypatch.setattr(formats, "FORMATS", (ACME, *formats.FORMATS))
-    monkeypatch.setattr(discover, "FORMATS", (ACME, *discover.FORMATS))
-    monkeypatch.setitem(formats.BY_NAME, "acme_jsonl", ACME)
 
 
 def _acme_lines(lo: int, hi: int) -> str:
@@ -102,7 +101,6 @@ def test_a_new_tool_is_offered_inlined_and_served(monkeypatch, tmp_path):
 
     monkeypatch.setattr(tools, "REGISTRY", dict(tools.REGISTRY))
     tools.tool(inline=True)(acme_summary)
-    monkeypatch.setattr(tools, "BY_NAME", {t.name: t.fn for t in tools.REGISTRY.values()})
     facts = resolve(load_run(Path(__file__).resolve().parent.parent / "sample_runs" / "trl_healthy"))
     schema = next(s for s in tools.schemas(facts) if s["function"]["name"] == "acme_summary")
     assert schema["function"]["parameters"]["properties"]["top"]["type"] == "integer"
@@ -111,23 +109,76 @@ def test_a_new_tool_is_offered_inlined_and_served(monkeypatch, tmp_path):
                                                                       "source": "run folder"}
 
 
-def test_a_new_command_is_parsed_helped_and_dispatched(monkeypatch):
-    seen: list[str] = []
+ACME_COMMAND = '''"""`triage acme`: a command added as one module: its arguments, its handler, and its result with the
+result\'s own view and exit code."""
 
-    def arguments(sp):
-        sp.add_argument("thing")
+from __future__ import annotations
 
-    def run(args, out, err):
-        seen.append(args.thing)
-        out.print("acme done")
-        return 0
+import argparse
+from dataclasses import dataclass
+from typing import Any
 
-    acme = Command("acme", "do the acme thing", "Does the acme thing.", "example: triage acme x", arguments, run)
-    monkeypatch.setattr(cli_pkg, "COMMANDS", (*cli_pkg.COMMANDS, acme))
+from rich.console import Console
+
+from triage_agent.cli.base import Command, emit
+
+
+@dataclass
+class Acme:
+    thing: str
+
+    def document(self) -> dict[str, Any]:
+        return {"acme": self.thing}
+
+    def view(self, console: Console) -> None:
+        console.print(f"acme did {self.thing}", markup=False)
+
+    def exit_code(self, fail_on: str | None) -> int:
+        return 4 if self.thing == "broken" else 0
+
+
+def arguments(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("thing")
+    sp.add_argument("--json", action="store_true", help="the acme document")
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    return emit(out, args.json, Acme(args.thing))
+
+
+COMMAND = Command("acme", "do the acme thing", "Does the acme thing.", "example: triage acme x", arguments, run)
+'''
+
+
+@pytest.fixture
+def acme_command(tmp_path, monkeypatch):
+    # "one module in cli/": the parser is built from the package's modules when it is built
+    folder = tmp_path / "commands"
+    folder.mkdir()
+    (folder / "acme.py").write_text(ACME_COMMAND)
+    monkeypatch.setattr(cli_pkg, "__path__", [*cli_pkg.__path__, str(folder)])
+    yield
+    monkeypatch.undo()
+    import sys
+
+    sys.modules.pop("triage_agent.cli.acme", None)
+    if hasattr(cli_pkg, "acme"):  # the import bound the module on its package too
+        delattr(cli_pkg, "acme")
+    assert "acme" not in [c.name for c in cli_pkg.commands()]
+
+
+def test_a_new_command_is_parsed_helped_dispatched_and_shown_by_its_own_view(acme_command):
     code, out, _ = cli("acme", "x")
-    assert code == 0 and seen == ["x"] and "acme done" in out
-    help_text = cli_pkg.parser().format_help()
+    assert (code, out) == (0, "acme did x\n")  # parsed, dispatched, its result shown by its own view
+    code, out, _ = cli("acme", "x", "--json")
+    assert code == 0 and json.loads(out) == {"acme": "x"}  # --json through the one JSON writer
+    code, out, _ = cli("acme", "broken")
+    assert (code, out) == (4, "acme did broken\n")  # the exit code its result calls for
+    parser = cli_pkg.parser()
+    help_text = parser.format_help()
     assert "acme" in help_text and "do the acme thing" in help_text
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert "example: triage acme x" in sub.choices["acme"].format_help()  # `triage acme --help`
 
 
 ACME_RL = '''"""AcmeRL: a trainer added as one profile file: its names, plan, paradigm and console dialect."""

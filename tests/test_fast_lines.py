@@ -5,13 +5,13 @@ real trainers print and every dialect's examples, and the fast ways really taken
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import n_examples
 from tests.dialects import examples
 from triage_agent.runs.console import Scanner, bars, clean, limits, verl
 from triage_agent.runs.console.bars import Bars
@@ -129,8 +129,7 @@ BARS = st.sampled_from([
 EXAMPLES = st.sampled_from([e.encode() for e in examples()])
 
 
-@settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=n_examples(150))
 @given(lines=st.lists(st.one_of(
     st.tuples(PREFIXES, st.integers(0, 10**6), st.lists(st.tuples(KEYS, VALUES), min_size=1, max_size=6),
               st.sampled_from([b"\n", b"\r\n", b"", b"  \n"])).map(
@@ -205,7 +204,7 @@ def test_a_shape_seen_reads_the_next_lines_by_its_pattern(monkeypatch):
 PLAIN = verl.plain_step_row
 
 
-@settings(max_examples=int(os.environ.get("TRIAGE_PROP_EXAMPLES", "150")), deadline=None)
+@settings(max_examples=n_examples(150))
 @given(keys=st.lists(st.one_of(st.sampled_from([b"a", b" b ", b"val-aux/r@16"]), KEYS), min_size=1, max_size=5),
        rows=st.lists(st.lists(st.one_of(st.sampled_from([b"0.5", b" -1e-06 ", b"np.float64(0.25)", b"np.int32(3)"]),
                                         VALUES), min_size=5, max_size=5), min_size=1, max_size=12),
@@ -285,7 +284,6 @@ def test_the_real_verl_run_s_cut_lines_are_the_ones_noted():
 _BYTES = st.lists(st.sampled_from(list(b"ab(|\\.*? \n\xe9")), min_size=1, max_size=5).map(bytes)  # regex-special too
 
 
-@settings(max_examples=300, deadline=None)
 @given(literals=st.lists(_BYTES, min_size=1, max_size=12), pieces=st.lists(st.one_of(_BYTES, st.integers(0, 11)),
                                                                             max_size=12))
 def test_a_literal_trie_matches_where_a_literal_is(literals, pieces):

@@ -3,19 +3,19 @@ return a result or a located parse error, never raise."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import n_examples
 from triage_agent.agent.answer import parse_answer
 from triage_agent.runs.configs import load_config
 from triage_agent.runs.console import scan_log
 from triage_agent.runs.tables import read_table
 
-SETTINGS = settings(max_examples=int(os.environ.get("TRIAGE_FUZZ_EXAMPLES", "200")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=n_examples(200))
 # pieces of real formats, so the fuzzer reaches the parsers' inner branches, not only their first check
 FRAGMENTS = st.sampled_from([
     b"step:1 - critic/score/mean:0.5 - ", b"np.float64(", b"{'loss': ", b"nan", b"inf", b"}", b"{", b"[", b"]",

@@ -5,11 +5,12 @@ import subprocess
 import sys
 
 from tests.conftest import REPO
-from triage_agent.cli import COMMANDS, parser
+from triage_agent.cli import commands as registered
+from triage_agent.cli import parser
 
 
 def commands():
-    return [c.name for c in COMMANDS]
+    return [c.name for c in registered()]
 
 
 def test_the_parser_is_built_from_the_command_registry():

@@ -164,7 +164,7 @@ def test_one_survey_pass_counts_lines_and_finds_deep_nesting_across_chunk_edges(
     import io
     import re
 
-    from hypothesis import given, settings
+    from hypothesis import given
     from hypothesis import strategies as st
 
     from triage_agent.runs import tables
@@ -173,7 +173,6 @@ def test_one_survey_pass_counts_lines_and_finds_deep_nesting_across_chunk_edges(
     monkeypatch.setattr(tables, "_OPENINGS_RUN", re.compile(rb"[{\[]{4}"))
     alphabet = list(b"a\n\r{[")
 
-    @settings(max_examples=300, deadline=None)
     @given(content=st.lists(st.sampled_from(alphabet), max_size=60).map(bytes), chunk=st.integers(1, 7))
     def check(content: bytes, chunk: int) -> None:
         path = tmp_path / "x.jsonl"

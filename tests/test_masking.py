@@ -9,23 +9,21 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
 import shutil
 import string
 import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, n_examples
 from tests.scripted_server import ScriptedServer, completion, stream_chunks, tool_call
 from triage_agent import redact
 from triage_agent.cli import main
 
-EXAMPLES = int(os.environ.get("TRIAGE_MASKING_EXAMPLES", "3"))
 # a secret's distinctive core: what must never be found at an exit (in any case: a core found upper-cased
 # or URL-quoted would be a leak too, so cores are letters and digits and are searched case-insensitively)
 CORE = st.text(alphabet=string.ascii_letters + string.digits, min_size=14, max_size=28).map(lambda s: "Qz9" + s)
@@ -118,8 +116,7 @@ def _model(run: Path, vs: Path, state: Path, monkeypatch: pytest.MonkeyPatch) ->
     return shown + sent + saved
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                       HealthCheck.function_scoped_fixture])
+@settings(max_examples=n_examples(3))
 @given(cores=st.lists(CORE, min_size=12, max_size=12, unique_by=str.lower),
        text_shapes=st.lists(st.sampled_from(range(len(IN_TEXT))), min_size=4, max_size=4),
        config_shapes=st.lists(st.sampled_from(range(len(IN_CONFIG))), min_size=3, max_size=3, unique=True))

@@ -58,7 +58,7 @@ def test_every_agent_tool_is_served_with_the_same_schema():
             return (await c.list_tools()).tools
     listed = {t.name: t for t in asyncio.run(go())}
     assert {"list_runs", "inspect_run"} <= set(listed)
-    for fn in tools.TOOLS:
+    for fn in tools.available().values():
         if fn.__name__ in ("list_findings", "compare_runs"):  # served as inspect_run, and over a list of runs
             continue
         ours = tools.function_schema(fn)["function"]
@@ -70,7 +70,7 @@ def test_every_agent_tool_is_served_with_the_same_schema():
     assert "apply_adjustments" not in listed  # no writing without --allow-write
 
 
-@pytest.mark.parametrize("name", [fn.__name__ for fn in tools.TOOLS if fn.__name__ not in ("list_findings", "compare_runs")])
+@pytest.mark.parametrize("name", [name for name in tools.REGISTRY if name not in ("list_findings", "compare_runs")])
 def test_each_tool_answers_bounded_and_leaves_the_run_untouched(name):
     run = "boundary_collapse" if name not in ("trainer_metrics", "search_log") else "verl_kl_explosion"
     before = tree_digest(SAMPLES / run)

@@ -16,7 +16,6 @@ from rich.console import Console
 
 from tests.conftest import SAMPLES
 from tests.scripted_server import ScriptedServer
-from triage_agent.render import views
 
 REAL = Path(__file__).resolve().parent / "real_runs"
 WIDTHS = (60, 80, 120)
@@ -30,7 +29,7 @@ def _words(text: str) -> set[str]:
 
 def _render(result: Any, width: int) -> str:
     out = io.StringIO()
-    views.show(result, Console(file=out, width=width, color_system=None))
+    result.view(Console(file=out, width=width, color_system=None))
     return out.getvalue()
 
 

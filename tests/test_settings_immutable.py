@@ -46,3 +46,17 @@ def test_make_client_completes_a_copy_and_leaves_the_callers_settings(env, tmp_p
         assert client.settings.sources["model"] == "first model the endpoint lists"
         client.chat([{"role": "user", "content": "hi"}])
     assert given.capabilities == Capabilities()
+
+
+def test_capabilities_are_read_by_typed_names_only():
+    # issue 42: no string lookup that answers None on a typo; the names a table may hold are the fields
+    from typing import get_args
+
+    from triage_agent.llm import client
+    from triage_agent.llm.capabilities import Name
+
+    assert set(get_args(Name)) == set(NAMES)
+    assert not hasattr(Capabilities, "get")
+    assert {cap for _, cap, _ in client.OPTIONAL} <= set(NAMES)
+    c = Capabilities(json_schema=False, stream_usage=True)
+    assert [c.known(n) for n in ("json_schema", "stream_usage", "tools")] == [False, True, None]

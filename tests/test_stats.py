@@ -46,12 +46,11 @@ def test_downsample_bucket_means():
 
 def test_rank_matches_pandas_average_ranks_with_and_without_ties():
     import pandas as pd
-    from hypothesis import given, settings
+    from hypothesis import given
     from hypothesis import strategies as st
 
     from triage_agent.analysis.stats import rank
 
-    @settings(max_examples=300, deadline=None)
     @given(st.lists(st.one_of(st.integers(-3, 3).map(float), st.floats(-1e6, 1e6, allow_nan=False)), max_size=80))
     def check(values: list[float]) -> None:
         a = np.array(values, dtype=float)

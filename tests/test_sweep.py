@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REAL_RUNS, SAMPLES, cli, write
+from tests.conftest import REAL_RUNS, SAMPLES, cli, n_examples, write
 from triage_agent.analysis.compare import config_diff, noise, parting_step
 from triage_agent.commands.inspect import inspect
 from triage_agent.runs.sweep import split_runs
@@ -425,7 +425,7 @@ def test_jobs_2_forks_its_workers_when_no_other_thread_runs_and_nothing_prints_t
                                         "buffered before the pool", "rows: 40"]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=n_examples(400))
 @given(st.one_of(st.sampled_from(["configs", "checkpoint-500", "global_step10", "selector_round2", "round", "evals",
                                   "evalx", "latest-run", "tb", "wandb", "a_round_b", "roundx", "checkpoint"]),
                  st.text(alphabet="abcdefgilknoprstuvw_-.*?[]0123456789\n", max_size=16)))

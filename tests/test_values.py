@@ -2,7 +2,7 @@
 
 import math
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from triage_agent.runs.values import _parse_general, parse
@@ -21,7 +21,6 @@ def same(a: float | None, b: float | None) -> bool:
     return a == b or (a is not None and b is not None and math.isnan(a) and math.isnan(b))
 
 
-@settings(max_examples=300, deadline=None)
 @given(number_text, st.sampled_from(["", " ", "\t"]), st.sampled_from(["", " ", "\n"]),
        st.sampled_from(["{}", "np.float64({})", "np.float32({})", "np.float64({}", "tensor({})", "np.float64( {} )"]))
 def test_the_fast_paths_read_what_the_general_reader_reads(text, lead, trail, shape):
@@ -38,7 +37,6 @@ def test_worked_examples():
     assert parse("np.float64(abc)") is None and parse("step") is None
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["\x1b[36m", "\x1b[0m", "(TaskRunner pid=42) ", "(raylet) ", "(main pid=1, ip=1.2.3.4)",
                                  " [repeated 3x across cluster]", "step:1 - a:1", " ", "(", "x", "\x1b]0;t\x07",
                                  "[repeated ", "\t"]), max_size=8))

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REPO
+from tests.conftest import REPO, n_examples
 from triage_agent import synth
 from triage_agent.runs.formats import wandb_binary as wb
 from triage_agent.runs.load import load_run
@@ -196,7 +196,7 @@ def test_the_console_in_the_file_is_scanned_as_a_log(tmp_path):
     assert wb.read_wandb_binary(path, "x.wandb").log is None
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=n_examples(150))
 @given(flips=st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 255)), max_size=6),
        cut=st.integers(0, 10**9))
 def test_any_damage_is_reported_never_raised(tmp_path, flips, cut):
@@ -214,7 +214,6 @@ def test_any_damage_is_reported_never_raised(tmp_path, flips, cut):
     assert np.isfinite(got.columns.values.get("step", np.zeros(0))).all()
 
 
-@settings(max_examples=300, deadline=None)
 @given(items=st.dictionaries(st.text(min_size=1, max_size=150), st.one_of(
     st.floats(allow_nan=False), st.integers(-10**20, 10**20), st.booleans(), st.none(), st.text(max_size=200),
     st.sampled_from(["nan", "inf", "0.5", {"_type": "histogram"}, [1, 2]])), max_size=8),

@@ -13,7 +13,7 @@ difference (analysis/before_after.py says how the noise is measured). The `compa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from triage_agent.analysis import before_after as ba
 from triage_agent.analysis.stats import rnd
 from triage_agent.findings.facts import Facts
 from triage_agent.runs.model import Round
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "triage.before_after/v1"
 FAMILIES = ("selector-generator", "solver-calibration")  # the run kinds the seeds' quantities belong to
@@ -55,6 +58,14 @@ class BeforeAfter:
             return "not measured: " + (self.notes[0] if self.notes else "nothing to compare")
         s = self.steps[0]
         return f"{s.before} → {s.after}: {s.summary}"
+
+    def view(self, console: Console) -> None:
+        from triage_agent.render.compare import render_before_after
+
+        render_before_after(self, console)
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        return 0
 
     def document(self, compact: bool = False) -> dict[str, Any]:
         """As JSON; `compact` (for the model): the first comparison's rows in full, the others' verdicts only."""

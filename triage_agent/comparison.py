@@ -20,6 +20,7 @@ from triage_agent.runs.trainers import SERIES
 
 if TYPE_CHECKING:
     import pandas as pd
+    from rich.console import Console
 else:
     pd = lazy.module("pandas")
 
@@ -55,6 +56,14 @@ class Comparison:
         if len(missing) == len(self.names):
             return "no run has a config file: no config was compared"
         return f"no config file in {', '.join(missing)}: its keys count as missing"
+
+    def view(self, console: Console) -> None:
+        from triage_agent.render.compare import render
+
+        render(self, console)
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        return 0
 
     def document(self, limit: int | None = None) -> dict[str, Any]:
         """The comparison as JSON; `limit` bounds the config keys (for the model)."""

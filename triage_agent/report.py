@@ -7,7 +7,7 @@ It carries the run's `Facts`, so every view formats the analyses computed once f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_agent import redact
 from triage_agent.analysis import rewards
@@ -19,6 +19,9 @@ from triage_agent.findings.rules import Rules
 from triage_agent.jsonable import clean
 from triage_agent.runs.model import Run
 from triage_agent.runs.trainers import SERIES
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "triage.report/v1"
 
@@ -46,6 +49,18 @@ class Report:
     def document(self) -> dict[str, Any]:
         """The JSON report document every output path writes (terminal `--json`, sweeps, MCP resources)."""
         return report_document(self)
+
+    def view(self, console: Console) -> None:
+        from triage_agent.render.terminal import render
+
+        render(self, console)
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        """3 when the model part failed (the rules' report was shown: endpoint trouble, as for every command); else
+        1 when a finding is as severe as `fail_on` or worse (--fail-on)."""
+        if self.model_error is not None:
+            return 3
+        return 1 if fail_on and any(f.at_least(fail_on) for f in self.findings) else 0
 
 
 def offline_report(run: Run) -> Report:

@@ -10,7 +10,7 @@ the rows line up; a finding is near when its onset lies inside the window's step
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from triage_agent.errors import BadInput
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
 from triage_agent.numbers import sent
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "triage.window/v1"
 MAX_K = 50  # logged steps on each side: a window is for reading, at most 101 rows
@@ -56,6 +59,14 @@ class StepWindow:
     findings: list[NearFinding]
     source: str
     logged: bool  # whether the asked step itself was logged
+
+    def view(self, console: Console) -> None:
+        from triage_agent.render.window import render
+
+        render(self, console)
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        return 0
 
     def document(self) -> dict[str, Any]:
         doc: dict[str, Any] = {

@@ -112,13 +112,13 @@ def _session(result: AgentResult, offline: Report, client: LLMClient, task: str,
     messages = result.messages
     messages += [{"role": "system", "content": prompts.render("system.md")},
                  {"role": "user", "content": first_message(offline, task, question)}]
-    if client.capabilities.get("tools") is False:
+    if client.capabilities.tools is False:
         messages[1]["content"] += "\n\n" + inline_results(offline)
     repaired = inlined = False
     response_format = None
     turns = 0
     while turns < MAX_TURNS:
-        had_tools = client.capabilities.get("tools") is not False
+        had_tools = client.capabilities.tools is not False
         # one request stays in reserve for a repair until it has been used
         budget = MAX_TURNS - turns - (0 if repaired or task == "ask" else 1)
         content, used = converse(messages, offline.facts, client, budget, stream=task == "ask", on_text=on_text,
@@ -134,7 +134,7 @@ def _session(result: AgentResult, offline: Report, client: LLMClient, task: str,
         if obj is not None:
             result.answer = obj
             return
-        if had_tools and client.capabilities.get("tools") is False and not inlined:
+        if had_tools and client.capabilities.tools is False and not inlined:
             # the endpoint refused tools during this request: give the model the results instead
             inlined = True
             messages.append({"role": "user", "content": inline_results(offline) + "\n\n" + prompts.render("report.md")})

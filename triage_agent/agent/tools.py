@@ -562,10 +562,6 @@ def compare_rounds(facts: Facts) -> dict[str, Any]:
         [*(p.run.where for p in facts.peers[:1]), facts.run.where])}
 
 
-TOOLS: list[ToolFn] = [t.fn for t in REGISTRY.values()]
-BY_NAME: dict[str, ToolFn] = {t.name: t.fn for t in REGISTRY.values()}
-
-
 def available(facts: Facts | None = None) -> dict[str, ToolFn]:
     """The tools the model may call on these facts, by name (every tool when no run is given)."""
     return {t.name: t.fn for t in REGISTRY.values() if facts is None or t.offered(facts)}
@@ -598,9 +594,10 @@ class ToolResult:
 def call(facts: Facts, name: str, arguments: str | dict[str, Any]) -> ToolResult:
     """Run a tool for the model. Bad names, bad arguments and anything a tool raises come back as an error
     result the model can act on, never as an exception out of the agent loop."""
-    fn = BY_NAME.get(name)  # a registered tool not offered on this run still answers (with its own refusal)
-    if fn is None:
+    registered = REGISTRY.get(name)  # a registered tool not offered on this run still answers (with its own refusal)
+    if registered is None:
         return ToolResult(error=f"unknown tool '{name[:80]}'. Valid tools: {', '.join(available(facts))}")
+    fn = registered.fn
     if isinstance(arguments, str) and len(arguments) > MAX_ARGUMENTS:
         return ToolResult(error=f"arguments of {len(arguments):,} characters; at most {MAX_ARGUMENTS:,}")
     try:
@@ -636,4 +633,4 @@ def _bounded_text(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
-__all__ = ["BY_NAME", "REGISTRY", "TOOLS", "Tool", "ToolResult", "available", "call", "inlined", "schemas", "tool"]
+__all__ = ["REGISTRY", "Tool", "ToolResult", "available", "call", "inlined", "schemas", "tool"]

@@ -1,9 +1,9 @@
 """The command line: parse arguments, call the command's function (it returns a typed result), render it.
 
 Each subcommand is one module of this package defining `COMMAND = Command(...)`: its help texts, example,
-arguments and handler in one place; the parser is built from every such module, so a new command is that
-module plus its function in `commands/`. Nothing heavy is imported before parsing, so `triage --help`
-stays fast."""
+arguments and handler in one place; the parser is built from every such module found when it is built, so a new
+command is that module (its result declares its own view and exit code: `base.Shown`). Nothing heavy is imported
+before parsing, so `triage --help` stays fast."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import argparse
 import importlib
 import pkgutil
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from triage_agent import __version__
 from triage_agent.cli.base import Command, OnUse, literal, progress, spinner, width
@@ -20,10 +20,12 @@ from triage_agent.errors import TriageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["COMMANDS", "Command", "main", "parser", "progress", "spinner"]
+__all__ = ["Command", "commands", "main", "parser", "progress", "spinner"]
 
 
-def _commands() -> tuple[Command, ...]:
+def commands() -> tuple[Command, ...]:
+    """Every command, from the package's modules as they are now (never a copy made at import: a module added to
+    the package is a command), in `triage --help`'s order."""
     found = []
     for info in pkgutil.iter_modules(__path__):
         command = _command_of(info.name)
@@ -37,25 +39,10 @@ def _command_of(module_name: str) -> Command | None:
     return command if isinstance(command, Command) else None
 
 
-def __getattr__(name: str) -> Any:
-    # COMMANDS, made on first use: a command line naming one command imports that command's module alone
-    if name == "COMMANDS":
-        got = globals()["COMMANDS"] = _commands()
-        return got
-    raise AttributeError(name)
-
-
-def _registry() -> tuple[Command, ...]:
-    got: tuple[Command, ...] | None = globals().get("COMMANDS")
-    if got is None:
-        got = _commands()
-        globals()["COMMANDS"] = got
-    return got
-
-
 def _named(argv: Sequence[str]) -> tuple[Command, ...] | None:
-    """The one command `argv` names by its module's name, when the registry was not made (or changed) already."""
-    if "COMMANDS" in globals() or not argv or argv[0].startswith("-"):
+    """The one command `argv` names by its module's name: a command line naming one command imports that command's
+    module alone."""
+    if not argv or argv[0].startswith("-"):
         return None
     if argv[0] not in {info.name for info in pkgutil.iter_modules(__path__)}:
         return None
@@ -63,11 +50,11 @@ def _named(argv: Sequence[str]) -> tuple[Command, ...] | None:
     return (command,) if command is not None and command.name == argv[0] else None
 
 
-def parser(commands: tuple[Command, ...] | None = None) -> argparse.ArgumentParser:
+def parser(only: tuple[Command, ...] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="triage", description="Diagnose failing RL fine-tuning runs.")
     p.add_argument("--version", action="version", version=f"triage {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for c in commands or _registry():
+    for c in only or commands():
         sp = sub.add_parser(c.name, help=c.summary, description=c.description, epilog=c.example,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         sp.add_argument("--width", type=width, metavar="N",

@@ -32,8 +32,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         write_page(args.html, lambda: view.html(page), err, "HTML page")
     elif args.html:
         err.print("note: --html overlays the curves of two runs or more; one run's rounds are shown as a table")
-    emit(out, args.json, result)
-    return 0
+    return emit(out, args.json, result)
 
 
 COMMAND = Command(

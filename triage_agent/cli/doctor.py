@@ -21,9 +21,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     from triage_agent.commands.doctor import doctor
 
-    res = doctor(settings_from(args), dict(os.environ))
-    emit(out, args.json, res)
-    return 0 if res.can_report else 3  # endpoint trouble, as for every command
+    return emit(out, args.json, doctor(settings_from(args), dict(os.environ)))
 
 
 COMMAND = Command(

@@ -37,8 +37,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     result = evaluate(models, settings, dict(os.environ), Path(args.suite) if args.suite else None, args.runs,
                       save=not args.no_save, progress=progress(err))
     write_page(args.html, lambda: evaluation.html(result), err, "HTML page")
-    emit(out, args.json, result)
-    return 0
+    return emit(out, args.json, result)
 
 
 COMMAND = Command(

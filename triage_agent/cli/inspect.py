@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from triage_agent.cli.base import Command, emit, fail_code, literal, progress, report_flags, write_html
+from triage_agent.cli.base import Command, emit, literal, progress, report_flags, write_html
 from triage_agent.errors import BadInput
 
 if TYPE_CHECKING:
@@ -45,8 +45,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
         if args.html or args.fail_on:
             raise BadInput("--at shows a step window: it takes --json, not --html or --fail-on")
-        emit(out, args.json, inspect_window(args.run, args.at, args.window, run=args.pick))
-        return 0
+        return emit(out, args.json, inspect_window(args.run, args.at, args.window, run=args.pick))
     fleet = args.out is not None or args.by is not None or args.shard is not None
     if fleet and (args.html or args.pick):
         raise BadInput("--out, --by and --shard are about a sweep: they take no --html or --run")
@@ -61,13 +60,11 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         if table is not None:
             written = write_table(report, table)
             err.print(literal(f"wrote {written:,} rows ({len(report.rows):,} runs) to {table}", "dim"))
-        emit(out, args.json, report)
-        return 1 if report.fails(args.fail_on) else 0
+        return emit(out, args.json, report, args.fail_on)
     if fleet:  # one file given as the run: no sweep to tabulate
         raise BadInput(f"{args.run}: --out, --by and --shard take a folder of runs (or a remote one)")
     write_html(report, args.html, err)
-    emit(out, args.json, report)
-    return fail_code(report, args.fail_on)
+    return emit(out, args.json, report, args.fail_on)
 
 
 COMMAND = Command(

@@ -9,7 +9,6 @@ from triage_agent.cli.base import (
     Command,
     emit,
     endpoint_flags,
-    fail_code,
     literal,
     picked,
     report_flags,
@@ -43,14 +42,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         write_json(out, result.document())
         return 0
     write_html(result, args.html, err)
-    emit(out, args.json, result)
+    code = emit(out, args.json, result, args.fail_on)
     for note in result.notes if args.json else []:
         err.print(literal(f"note: {note}"))
     usage_line(result.source, err)
-    if result.model_error is not None:  # the rules' report is out; the exit code says the model part failed
+    if result.model_error is not None:  # the rules' report is out; its exit code says the model part failed
         err.print(literal(f"triage: {result.model_error}; the report above is the rules' own"))
-        return 3
-    return fail_code(result, args.fail_on)
+    return code
 
 
 COMMAND = Command(

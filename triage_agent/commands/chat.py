@@ -19,17 +19,6 @@ from triage_agent.report import Report, offline_report
 from triage_agent.runs.load import load_run
 from triage_agent.state import write_atomic
 
-COMMANDS = {
-    "/help": "this list",
-    "/findings": "the deterministic findings",
-    "/tools": "the tools the model can call",
-    "/simulate key=value ...": "what-if for config changes (key as file:key or a dotted key)",
-    "/reset": "start the conversation again",
-    "/save FILE": "write the conversation to FILE (JSON)",
-    "/model NAME": "switch the model",
-    "/exit": "leave (Ctrl-D too)",
-}
-
 
 @dataclass
 class ChatSession:
@@ -111,6 +100,18 @@ class ChatSession:
             return f"(no answer within {loop.MAX_TURNS} requests)"
         self.save_quietly()
         return content
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The tools the model can call (`/tools`)."""
+        return tools.schemas()
+
+    def holdback(self) -> changes.Holdback:
+        """A filter for a streamed answer: its changes block is shown checked below it, not as the model wrote it."""
+        return changes.Holdback()
+
+    def prose(self, answer: str) -> str:
+        """The answer without its changes block (shown checked instead)."""
+        return changes.prose(answer)
 
     def check(self, answer: str) -> changes.Checked:
         """The changes an answer proposes, checked and re-computed like a report's, before they are shown."""

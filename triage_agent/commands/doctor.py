@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -12,6 +13,9 @@ from triage_agent.errors import TriageError
 from triage_agent.llm import capabilities
 from triage_agent.llm.client import LLMClient
 from triage_agent.llm.settings import Settings, configure_hint, key_hint, mask, state_dir
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TOOL_FIX = ("the server does not do tool calls: start it with a tool-capable chat template (llama.cpp server "
             "--jinja; llama-cpp-python --chat_format chatml-function-calling; vLLM --enable-auto-tool-choice "
@@ -39,6 +43,15 @@ class DoctorResult:
     @property
     def can_report(self) -> bool:
         return all(c.ok is not False for c in self.checks)
+
+    def view(self, console: Console) -> None:
+        from triage_agent.render.terminal import doctor_view
+
+        doctor_view(self, console)
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        """3 when a check failed: endpoint trouble, as for every command."""
+        return 0 if self.can_report else 3
 
     def document(self) -> dict[str, object]:
         return {"settings": self.settings, "can_report": self.can_report, "checks": [vars(c) for c in self.checks],
@@ -150,7 +163,7 @@ def step_tools(p: Probe) -> list[Check]:
     except TriageError as exc:
         client.capabilities = client.capabilities.learn(tools=False)
         return [Check("tool calling", None, str(exc), TOOL_FIX)]
-    if client.capabilities.get("tools") is False:
+    if client.capabilities.tools is False:
         return [Check("tool calling", None, "the server rejected `tools`", TOOL_FIX)]
     if r.tool_calls:
         client.capabilities = client.capabilities.learn(tools=True)
@@ -168,9 +181,9 @@ def step_json_schema(p: Probe) -> list[Check]:
                         response_format=schema, max_tokens=PROBE_TOKENS)
     except TriageError as exc:
         return [Check("JSON-schema output", None, str(exc))]
-    if client.capabilities.get("json_object"):
+    if client.capabilities.json_object:
         return [Check("JSON-schema output", None, "JSON schemas rejected; plain JSON mode (json_object) used instead")]
-    if client.capabilities.get("json_schema") is False:
+    if client.capabilities.json_schema is False:
         return [Check("JSON-schema output", None, "response_format rejected; answers are parsed and repaired")]
     try:
         json.loads(r.content)
@@ -189,7 +202,7 @@ def step_streaming(p: Probe) -> list[Check]:
                     max_tokens=PROBE_TOKENS)
     except TriageError as exc:
         return [Check("streaming", None, str(exc))]
-    if client.capabilities.get("streaming") is False:
+    if client.capabilities.streaming is False:
         return [Check("streaming", None, "streaming rejected; `ask` prints the answer when complete")]
     client.capabilities = client.capabilities.learn(streaming=True)
     return [Check("streaming", True, f"{len(chunks)} chunks received")]

@@ -18,7 +18,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_agent import safejson
 from triage_agent.agent import answer, loop, transcript
@@ -27,6 +27,9 @@ from triage_agent.errors import BadInput
 from triage_agent.llm.settings import Settings, state_dir
 from triage_agent.report import offline_report
 from triage_agent.runs.load import load_run
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 WEIGHTS = {"recall": 0.4, "precision": 0.3, "changes": 0.2, "no_fallback": 0.1}
 SCHEMA = "triage.eval/v1"
@@ -119,6 +122,19 @@ class EvalResult:
 
     def ranked(self) -> list[ModelScore]:
         return sorted(self.models, key=lambda m: -m.score)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The score's weights, for the views (render knows results by their types alone)."""
+        return WEIGHTS
+
+    def view(self, console: Console) -> None:
+        from triage_agent.render.evaluation import render
+
+        render(self, console)
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        return 0
 
     def document(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "suite": self.suite, "weights": WEIGHTS,

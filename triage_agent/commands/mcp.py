@@ -203,7 +203,7 @@ def build_server(roots: list[Path], allow_write: bool = False) -> Any:
     server.add_tool(list_runs)
     server.add_tool(inspect_run)
     server.add_tool(compare_runs)
-    for fn in tools.TOOLS:
+    for fn in tools.available().values():
         if fn.__name__ not in ("list_findings", "compare_runs"):  # served above: inspect_run (with the fixes), and
             # compare_runs over a list of runs instead of peers loaded beside one
             server.add_tool(_as_mcp_tool(fn, conf))

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_agent import redact
 from triage_agent.commands import sweep_cache
@@ -29,6 +29,9 @@ from triage_agent.extras import install_hint
 from triage_agent.findings.model import SEVERITY_RANK
 from triage_agent.runs import budget, remote, stores
 from triage_agent.runs.sweep import Split
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "triage.sweep/v1"
 EXECUTORS = ("local", "ray")
@@ -114,6 +117,15 @@ class SweepResult:
     def prevalence(self) -> list[Prevalence]:
         """--by KEY: per value, the runs read and how many of them have each finding (errors left out)."""
         return prevalence(self.rows) if self.by else []
+
+    def view(self, console: Console) -> None:
+        from triage_agent.render.sweep import render
+
+        render(self, console)
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        """1 when a run has a finding as severe as `fail_on` or worse (--fail-on), as one run's report would."""
+        return 1 if self.fails(fail_on) else 0
 
     def document(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "root": self.root, "executor": self.executor, "jobs": self.jobs,

@@ -6,12 +6,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from triage_agent import safejson
 from triage_agent.state import update_json
 
 FILE = "capabilities.json"
+
+# a capability's name, as `Capabilities.known` and the tables of optional request fields take it: a typo fails mypy
+# (a test holds it to the fields)
+Name = Literal["tools", "tool_choice", "tool_calls_in_content", "arguments_as_object", "json_schema", "json_object",
+               "streaming", "stream_usage", "stream_with_tools", "null_content", "max_tokens", "temperature", "seed"]
 
 
 @dataclass(frozen=True)
@@ -32,8 +37,10 @@ class Capabilities:
     temperature: bool | None = None
     seed: bool | None = None
 
-    def get(self, name: str) -> bool | None:
-        return getattr(self, name, None) if name in NAMES else None
+    def known(self, name: Name) -> bool | None:
+        """The capability a table names (client.OPTIONAL); code that knows which one reads its attribute."""
+        value: bool | None = getattr(self, name)
+        return value
 
     def learn(self, **flags: bool) -> Capabilities:
         """This value with what was just learnt (unknown names are our own bug)."""

@@ -14,7 +14,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from openai import OpenAI
 from tenacity import RetryCallState, Retrying, retry_if_exception
 
 from triage_agent import redact, safejson
-from triage_agent.llm.capabilities import Capabilities
+from triage_agent.llm.capabilities import Capabilities, Name
 from triage_agent.llm.errors import EndpointError
 from triage_agent.llm.settings import Settings, key_hint
 
@@ -136,7 +136,7 @@ def leaked_tool_calls(content: str, names: set[str]) -> list[ToolCall]:
 
 # Optional request features a server may reject: (body key, capability name, words its error names).
 # tool_choice comes before tools: an error about "tool_choice" also contains "tool".
-OPTIONAL = [
+OPTIONAL: list[tuple[str, Name, tuple[str, ...]]] = [
     ("tool_choice", "tool_choice", ("tool_choice", "tool choice")),
     ("response_format", "json_schema", ("response_format", "json_schema", "json schema", "grammar")),
     ("stream_options", "stream_usage", ("stream_options", "include_usage")),
@@ -148,11 +148,14 @@ OPTIONAL = [
 ]
 
 
-def build_request(model: str | None, max_tokens: int, capabilities: Capabilities, messages: list[dict[str, Any]],
+def build_request(model: str | None, max_tokens: int, capabilities: Capabilities | Mapping[str, bool],
+                  messages: list[dict[str, Any]],
                   tools: list[dict[str, Any]] | None = None, response_format: dict[str, Any] | None = None,
                   stream: bool = False, temperature: float | None = None, seed: int | None = None,
                   tool_choice: str | dict[str, Any] = "auto") -> dict[str, Any]:
     """The request body, with the optional features this endpoint is known to reject left out (pure)."""
+    if not isinstance(capabilities, Capabilities):  # a table of them, as a profile gives (read as Settings does)
+        capabilities = Capabilities.from_mapping(capabilities)
     body: dict[str, Any] = {"model": model, "messages": messages,
                             # a small model in JSON mode can otherwise write until its context is full
                             "max_tokens": max_tokens}
@@ -165,18 +168,18 @@ def build_request(model: str | None, max_tokens: int, capabilities: Capabilities
         body["tool_choice"] = tool_choice
     if response_format:
         body["response_format"] = response_format
-        if capabilities.get("json_schema") is False and capabilities.get("json_object"):
+        if capabilities.json_schema is False and capabilities.json_object:
             body["response_format"] = {"type": "json_object"}
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     for key, capability, _ in OPTIONAL:
-        if key in body and capabilities.get(capability) is False and not (
-                key == "response_format" and body[key].get("type") == "json_object" and capabilities.get("json_object")):
+        if key in body and capabilities.known(capability) is False and not (
+                key == "response_format" and body[key].get("type") == "json_object" and capabilities.json_object):
             body.pop(key)
-    if "tools" in body and "stream" in body and capabilities.get("stream_with_tools") is False:
+    if "tools" in body and "stream" in body and capabilities.stream_with_tools is False:
         body.pop("stream")
-    if capabilities.get("null_content") is False:
+    if capabilities.null_content is False:
         body["messages"] = _no_null_content(messages)
     if "tools" not in body:
         body.pop("tool_choice", None)
@@ -372,7 +375,7 @@ class LLMClient:
         if err.status is None or not 400 <= err.status < 600:
             return False
         cause = err.body.lower()
-        if "content" in cause and "valid string" in cause and self.capabilities.get("null_content") is not False:
+        if "content" in cause and "valid string" in cause and self.capabilities.null_content is not False:
             # the server wants a string where an assistant tool-call message has `content: null`
             self.capabilities = self.capabilities.learn(null_content=False)
             body["messages"] = _no_null_content(body["messages"])

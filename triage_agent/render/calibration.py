@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.panel import Panel
 
 from triage_agent.analysis.stats import downsample
 from triage_agent.render.text import LiteralTable, literal, sparkline
-from triage_agent.report import Report
+
+if TYPE_CHECKING:
+    from triage_agent.report import Report
 
 
 def parts(report: Report) -> list[Any]:

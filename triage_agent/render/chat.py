@@ -6,20 +6,32 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
 
-from triage_agent.agent import tools
-from triage_agent.agent.changes import Holdback, prose
-from triage_agent.agent.loop import ToolEvent
-from triage_agent.commands.chat import COMMANDS, ChatSession
 from triage_agent.errors import TriageError
 from triage_agent.render.terminal import checked_changes, findings_table, fmt_value, predicted_text
 from triage_agent.render.text import LiteralTable, literal, neutralise
 
+if TYPE_CHECKING:  # the session brings the agent's parts: a view imports no layer above the results it draws
+    from triage_agent.agent.loop import ToolEvent
+    from triage_agent.commands.chat import ChatSession
+
 PROMPT = "triage> "
+# the slash commands `_slash` runs
+COMMANDS = {
+    "/help": "this list",
+    "/findings": "the deterministic findings",
+    "/tools": "the tools the model can call",
+    "/simulate key=value ...": "what-if for config changes (key as file:key or a dotted key)",
+    "/reset": "start the conversation again",
+    "/save FILE": "write the conversation to FILE (JSON)",
+    "/model NAME": "switch the model",
+    "/exit": "leave (Ctrl-D too)",
+}
 
 
 def _history(state: Path) -> None:
@@ -48,7 +60,7 @@ def _slash(session: ChatSession, line: str, console: Console) -> bool:
     elif cmd == "/findings":
         console.print(findings_table(session.offline))
     elif cmd == "/tools":
-        for schema in tools.schemas():
+        for schema in session.tool_schemas():
             fn = schema["function"]
             console.print(literal(fn["name"], "bold"))
             console.print(literal("  " + fn["description"]))
@@ -120,7 +132,7 @@ def _answer(session: ChatSession, line: str, console: Console) -> None:
     def on_tool(ev: ToolEvent) -> None:
         console.print(literal(f"→ {ev.name}({ev.arguments[:60]}) {ev.seconds * 1000:.0f} ms", "dim"))
 
-    hold = Holdback()  # the changes block is shown checked below the answer, not as the model wrote it
+    hold = session.holdback()
     try:
         with _no_echo(), Live(Markdown(""), console=console, refresh_per_second=8, transient=False) as live:
             def on_text(chunk: str) -> None:
@@ -128,7 +140,7 @@ def _answer(session: ChatSession, line: str, console: Console) -> None:
                 live.update(Markdown(neutralise("".join(text))))
 
             answer = session.turn(line, on_text, on_tool)
-            live.update(Markdown(neutralise(prose(answer))))
+            live.update(Markdown(neutralise(session.prose(answer))))
         for part in checked_changes(session.check(answer)):
             console.print(part)
     except KeyboardInterrupt:

@@ -3,12 +3,14 @@ then one per model and paradigm)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from triage_agent.commands.eval import WEIGHTS, EvalResult, ModelScore
 from triage_agent.render.text import LiteralTable, html_text, literal
+
+if TYPE_CHECKING:
+    from triage_agent.commands.eval import EvalResult, ModelScore
 
 COLUMNS = ("model", "score", "recall", "precision", "changes ok", "fell back", "repaired", "rejected", "requests",
            "tokens in/out", "s/report", "runs")
@@ -38,9 +40,9 @@ def _paradigm_rows(result: EvalResult) -> list[list[str]]:
     return rows
 
 
-def formula() -> str:
-    return (f"score = {WEIGHTS['recall']} x recall + {WEIGHTS['precision']} x precision + {WEIGHTS['changes']} x "
-            f"changes that pass the checks and reach their target + {WEIGHTS['no_fallback']} x (1 - fell back)")
+def formula(weights: dict[str, float]) -> str:
+    return (f"score = {weights['recall']} x recall + {weights['precision']} x precision + {weights['changes']} x "
+            f"changes that pass the checks and reach their target + {weights['no_fallback']} x (1 - fell back)")
 
 
 def render(result: EvalResult, console: Console) -> None:
@@ -56,7 +58,7 @@ def render(result: EvalResult, console: Console) -> None:
     for row in _paradigm_rows(result):
         per.add_row(*row)
     console.print(per)
-    console.print(literal(formula() + ". Recall and precision count the finding ids the model's causes cite, "
+    console.print(literal(formula(result.weights) + ". Recall and precision count the finding ids the model's causes cite, "
                           "over all runs (correct/total in brackets); each figure rests on the runs column.", "dim"))
 
 
@@ -72,7 +74,7 @@ def html(result: EvalResult) -> str:
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>triage eval</title><style>{style}</style>"
             f"</head><body><h1>triage eval: {html_text(result.suite)}</h1>{_html_table(COLUMNS, _rows(result))}"
             f"<h2>Per paradigm</h2>{_html_table(PARADIGM_COLUMNS, _paradigm_rows(result))}"
-            f"<p>{html_text(formula())}</p></body></html>")
+            f"<p>{html_text(formula(result.weights))}</p></body></html>")
 
 
 def per_run(result: EvalResult) -> list[dict[str, Any]]:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_agent.analysis import rewards
 from triage_agent.render import plots
 from triage_agent.render.terminal import chained_id, crash_lines, fmt_value, predicted_text, run_line
 from triage_agent.render.text import html_text
-from triage_agent.report import Report
+
+if TYPE_CHECKING:
+    from triage_agent.report import Report
 
 CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.text import Text
 
-from triage_agent.commands.sweep import SweepResult, SweepRow
 from triage_agent.render.terminal import SEVERITY_STYLE
 from triage_agent.render.text import LiteralTable, literal
+
+if TYPE_CHECKING:
+    from triage_agent.commands.sweep import SweepResult, SweepRow
 
 MAX_IDS = 6  # ids shown per row; the rest are counted
 # rows shown in the terminal, worst first; the rest are tallied (and all are in --json). A table of 1,000 rows took

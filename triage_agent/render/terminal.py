@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -14,8 +14,10 @@ from triage_agent.findings.model import Finding
 from triage_agent.numbers import text
 from triage_agent.render import calibration
 from triage_agent.render.text import LiteralTable, literal, sparkline
-from triage_agent.report import Report
 from triage_agent.runs.trainers.meaning import inferred_text
+
+if TYPE_CHECKING:
+    from triage_agent.report import Report
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
 

@@ -3,13 +3,17 @@ logged step around the asked one, then the findings whose onset lies in the wind
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.text import Text
 
 from triage_agent.numbers import text
 from triage_agent.render.terminal import SEVERITY_STYLE
 from triage_agent.render.text import LiteralTable, literal
-from triage_agent.window import StepWindow
+
+if TYPE_CHECKING:
+    from triage_agent.window import StepWindow
 
 
 def render(w: StepWindow, console: Console) -> None:

@@ -12,9 +12,8 @@ from typing import Any
 
 from triage_agent import bounded
 from triage_agent.errors import BadInput
-from triage_agent.runs import round_names
+from triage_agent.runs import formats, round_names
 from triage_agent.runs.configs import CONFIG_SUFFIXES
-from triage_agent.runs.formats import FORMATS
 from triage_agent.runs.model import ParseError
 from triage_agent.runs.tables import TABLE_SUFFIXES
 
@@ -35,7 +34,6 @@ CONFIG_NAMES = ("args.json", "training_args.json", "sft_args.json")
 TABLE_ROLES = ("filter_stats", "reward_history", "reward_samples", "eval_history", "solver_scores",
                "calibration_events", "perturbations")
 ROUND_ROLES = ("reward_history", "reward_samples", "round_meta")
-FORMAT_NAMES = frozenset(f.name for f in FORMATS)
 
 
 
@@ -142,7 +140,7 @@ def classify(path: Path, rel: str) -> str | None:
         return stem
     if suffix in TABLE_SUFFIXES and (named := round_names.table_role(name)) is not None:
         return named  # the seed's flat layout: rewards/selector_round1_reward_history.jsonl
-    for fmt in FORMATS:
+    for fmt in formats.FORMATS:
         if fmt.sniff(path, rel):
             return fmt.name
     if suffix in CONFIG_SUFFIXES and ("configs" in parts[:-1] or "config" in name or name in CONFIG_NAMES
@@ -191,6 +189,6 @@ def discover(root: Path, manifest: Manifest, only: str | None = None) -> tuple[l
         if role is None:
             continue
         # a round table's round, and a trainer file's (a round's log of step lines may be its history)
-        rr = round_of(Path(rel).parts) if role in ROUND_ROLES or role in FORMAT_NAMES else None
+        rr = round_of(Path(rel).parts) if role in ROUND_ROLES or role in formats.names() else None
         found.append(Found(path, rel, role, rr[0] if rr else None, rr[1] if rr else None))
     return found, notes

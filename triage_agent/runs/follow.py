@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from triage_agent import bounded, lazy
-from triage_agent.runs import console
-from triage_agent.runs.formats import BY_NAME, FormatRead, wandb_binary
+from triage_agent.runs import console, formats
+from triage_agent.runs.formats import FormatRead, wandb_binary
 from triage_agent.runs.formats import tensorboard as tb
 from triage_agent.runs.formats.base import Columns
 from triage_agent.runs.formats.canonical import Canonical, Incremental, Naming
@@ -114,7 +114,7 @@ class Follower(Reader):
         return (None if frame is None else frame.copy()), errors  # the loader sorts and renames in place
 
     def trainer(self, role: str, path: Path, rel: str) -> FormatRead:
-        follow = BY_NAME[role].follow  # each format says how it is followed
+        follow = formats.named(role).follow  # each format says how it is followed
         if follow == "log":
             return self._log(path, rel)
         if follow == "lines":
@@ -123,7 +123,7 @@ class Follower(Reader):
             return self._events(path, rel)
         if follow == "records":
             return self._records(path, rel)
-        return self._memo(role, path, rel, BY_NAME[role].read)  # type: ignore[no-any-return]
+        return self._memo(role, path, rel, formats.named(role).read)  # type: ignore[no-any-return]
 
     def _span(self, states: dict[str, T], rel: str, fh: BinaryIO, new: Callable[[int], T]) -> tuple[T, int]:
         """The file's state (started afresh when the file is new, replaced or truncated) and the end of
@@ -155,7 +155,7 @@ class Follower(Reader):
                 with tempfile.TemporaryDirectory(prefix="triage-follow-") as tmp:
                     part = Path(tmp) / path.name
                     part.write_bytes(chunk)
-                    got = BY_NAME[role].read(part, rel)
+                    got = formats.named(role).read(part, rel)
                 errors = [replace(e, line=e.line + state.lines) if e.line is not None else e for e in got.errors]
                 old = state.got
                 columns = (Columns.concat([c for c in (old.columns, got.columns) if c is not None])

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from triage_agent import bounded, lazy, safejson
 from triage_agent.errors import BadInput
 from triage_agent.runs import discover as disc
-from triage_agent.runs import gold, paradigm, remote, round_names, sweep, trainers
+from triage_agent.runs import formats, gold, paradigm, remote, round_names, sweep, trainers
 from triage_agent.runs.configs import flatten, load_config
-from triage_agent.runs.formats import BY_NAME, FormatRead
+from triage_agent.runs.formats import FormatRead
 from triage_agent.runs.formats.base import MAX_KEYS, Columns
 from triage_agent.runs.formats.canonical import (
     Canonical,
@@ -57,7 +57,7 @@ class Reader:
         return read_table(path, rel)
 
     def trainer(self, role: str, path: Path, rel: str) -> FormatRead:
-        return BY_NAME[role].read(path, rel)
+        return formats.named(role).read(path, rel)
 
     def canonical(self, rel: str, rows: list[dict[str, Any]] | Columns, columns: Naming) -> Canonical:
         # dict rows (logs, JSON lines) become columns first: a key at a time in C instead of a Python loop
@@ -273,7 +273,7 @@ def _read_one(run: Run, f: disc.Found, manifest: disc.Manifest, rounds: dict[tup
                                  f"{gold.GOLD})")
         if frame is not None and getattr(run, f.role) is None:
             setattr(run, f.role, Table(frame, f.rel))
-    elif f.role in BY_NAME:
+    elif f.role in formats.names():
         got = reader.trainer(f.role, f.path, f.rel)
         run.parse_errors += got.errors
         run.notes += got.notes

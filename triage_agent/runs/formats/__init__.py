@@ -37,6 +37,20 @@ FORMATS: tuple[Format, ...] = (
     table.FORMAT,  # any other metrics table, by content: after every named format
     console.FORMAT,  # text with training output, by content (any name, hidden or rotated)
 )
-BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
 
-__all__ = ["BY_NAME", "FORMATS", "Format", "FormatRead"]
+
+# FORMATS is read at each call, never copied: a format added to it is discovered, loaded and followed
+def names() -> frozenset[str]:
+    """The name of every format: the roles of the files a format reads."""
+    return frozenset(f.name for f in FORMATS)
+
+
+def named(name: str) -> Format:
+    """The format called `name` (a file's role); KeyError for none."""
+    for f in FORMATS:
+        if f.name == name:
+            return f
+    raise KeyError(name)
+
+
+__all__ = ["FORMATS", "Format", "FormatRead", "named", "names"]
