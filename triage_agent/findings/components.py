@@ -141,12 +141,12 @@ def _task_series_stuck(facts: Facts, rules: Rules) -> Finding | None:
         return None
     info = {"name": task.raw, "series": task.name, "value": 0.0, "share_at_value": rnd(share), "steps": task.n,
             "start_step": trends.first_step(task.steps, task.values == 0.0)}
+    head, tail = facts.head_tail(reward)
     return Finding("reward.task_signal_dead", "high",
                    f"The task reward is stuck: {task.raw} (0 on {share:.0%} of {task.n} steps), while only "
                    f"{reward.raw} moves",
-                   {"stuck": [info], "moving": [{"name": reward.raw, "series": "reward",
-                                                 "head_mean": rnd(facts.head_tail(reward)[0], 4),
-                                                 "tail_mean": rnd(facts.head_tail(reward)[1], 4)}],
+                   {"stuck": [info], "moving": [{"name": reward.raw, "series": "reward", "head_mean": rnd(head, 4),
+                                                 "tail_mean": rnd(tail, 4)}],
                     "series": [task.name, "reward"], "start_step": info["start_step"], "source": task.source})
 
 
@@ -161,8 +161,10 @@ def _reward_dead(facts: Facts, rules: Rules) -> Finding | None:
         return None
     for task in (facts.series("pass_rate"), facts.series("task_score")):
         # a task series beside it must be as dead (one that moves says the reward is not the task's)
-        if task is not None and task.raw != reward.raw and not (
-                _at_floor(task)[0] == 0.0 and ge(_at_floor(task)[1], rules["reward_dead_share"])):
+        if task is None or task.raw == reward.raw:
+            continue
+        task_low, task_share = _at_floor(task)
+        if not (task_low == 0.0 and ge(task_share, rules["reward_dead_share"])):
             return None
     head, tail = facts.head_tail(reward)
     return Finding("reward.task_signal_dead", "high",

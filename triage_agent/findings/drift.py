@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from triage_agent.analysis import trends
 from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
 from triage_agent.findings.registry import HEAD_TAIL, POLICY, rule
-from triage_agent.findings.rules import Rules, ge
+from triage_agent.findings.rules import Rules, ge, head_tail_window
 
 FAMILY = "trainer"
 WINDOW = 5  # the rolling mean a peak is read off (findings-v4.md: "any 5-step rolling mean")
@@ -22,9 +20,6 @@ STALENESS_CAPS = ("staleness_threshold", "max_staleness", "max_head_offpolicynes
 _BASE_NAME = {"head": "head mean", "start": "first points' mean", "first": "first value"}
 
 
-def _window(n: int, rules: Rules) -> int:
-    """How many points a head or tail window holds (the first/last 20%, at least 3)."""
-    return min(n, max(int(rules["head_tail_min_points"]), int(np.ceil(rules["head_tail_fraction"] * n))))
 
 
 @rule("policy.entropy_blowup", FAMILY, ("entropy_blowup_ratio", "entropy_blowup_rho", "entropy_blowup_peak",
@@ -40,7 +35,7 @@ def entropy_blowup(facts: Facts, rules: Rules) -> Finding | None:
         return None
     head, tail = facts.head_tail(s)
     # an event inside the head window is judged against the run's start (analysis/trends.baseline)
-    head, against = trends.baseline(s.values, head, int(rules["head_tail_min_points"]), _window(s.n, rules),
+    head, against = trends.baseline(s.values, head, int(rules["head_tail_min_points"]), head_tail_window(s.n, rules),
                                      rules["entropy_blowup_peak"], falling=False)
     if head <= 0:
         return None
@@ -75,7 +70,7 @@ def off_policy_stale(facts: Facts, rules: Rules) -> Finding | None:
         return None
     _, tail = facts.head_tail(s)
     cap = next(((k, v) for k in STALENESS_CAPS if (v := facts.number(k)) is not None and v >= 0), None)
-    k = max(int(rules["head_tail_min_points"]), int(np.ceil(rules["head_tail_fraction"] * s.n)))
+    k = head_tail_window(s.n, rules)
     mid_at = max(0, s.n // 2 - k // 2)
     middle = float(s.values[mid_at:mid_at + k].mean())
     half = s.n // 2

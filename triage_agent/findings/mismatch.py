@@ -27,7 +27,7 @@ from triage_agent.analysis.trends import Series
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding, Severity
 from triage_agent.findings.registry import POLICY, rule
-from triage_agent.findings.rules import Rules, ge, gt
+from triage_agent.findings.rules import Rules, ge, gt, head_tail_window
 from triage_agent.runs import trainers
 from triage_agent.runs.trainers import meaning
 
@@ -113,7 +113,7 @@ def _judge(facts: Facts, s: Series, rules: Rules) -> tuple[Finding, float] | Non
     if f == "ratio" and not above:
         # ratios either side of 1 average to 1 (1.74 and 0.73 beside 1.11 mean 1.19, inside the bars): each step's
         # own distance from 1, averaged over the tail, is held to the looser bar (a DAPO run of batch B)
-        k = min(s.n, max(int(rules["head_tail_min_points"]), int(np.ceil(rules["head_tail_fraction"] * s.n))))
+        k = head_tail_window(s.n, rules)
         spread = float(np.mean(np.abs(s.values[-k:] - 1.0)))
         if gt(spread, rules["is_ratio_hi"] - 1.0):
             above, d_tail, swings = True, spread, spread

@@ -16,7 +16,7 @@ from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
 from triage_agent.findings.registry import HEAD_TAIL, rule
-from triage_agent.findings.rules import Rules, ge
+from triage_agent.findings.rules import Rules, ge, head_tail_window
 from triage_agent.findings.suggest_trainer import displacement_suggestion, lr_raise_suggestion, lr_suggestion
 
 FAMILY = "preference"
@@ -30,8 +30,6 @@ def pair_accuracy(facts: Facts) -> trends.Series | None:
     return facts.enough("pref_accuracy") or facts.enough("rm_accuracy")
 
 
-def _window(n: int, rules: Rules) -> int:
-    return min(n, max(int(rules["head_tail_min_points"]), int(np.ceil(rules["head_tail_fraction"] * n))))
 
 
 def _total_steps(facts: Facts, s: trends.Series) -> tuple[int, str]:
@@ -119,7 +117,7 @@ def likelihood_displacement(facts: Facts, rules: Rules) -> Finding | None:
     if not head - tail > noise:
         return None
     mh, mt = facts.head_tail(margin)
-    k = _window(chosen.n, rules)
+    k = head_tail_window(chosen.n, rules)
     roll = trends.rolling_mean(chosen.values, k)
     return Finding("preference.likelihood_displacement", "medium",
                    f"{chosen.raw} fell {head:.4g} → {tail:.4g} (head/tail means, rho {rc:+.2f}) while the margin rose "

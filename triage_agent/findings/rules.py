@@ -285,6 +285,12 @@ MAX_ABS = 1e6
 EPS = 1e-9  # data like 0.6 - 0.5 must meet a 0.10 threshold, as it does on paper
 
 
+def head_tail_window(n: int, rules: Rules) -> int:
+    """How many of a series' n points a head or tail window holds: the first/last head_tail_fraction of them, at
+    least head_tail_min_points (never more than n)."""
+    return min(n, max(int(rules["head_tail_min_points"]), math.ceil(float(rules["head_tail_fraction"]) * n)))
+
+
 def ge(x: float, threshold: float) -> bool:
     return x >= threshold - EPS
 

@@ -16,7 +16,7 @@ from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding, Severity
 from triage_agent.findings.registry import HEAD_TAIL, POLICY, REGISTRY, rule
-from triage_agent.findings.rules import Rules, ge, gt
+from triage_agent.findings.rules import Rules, ge, gt, head_tail_window
 from triage_agent.findings.suggest_trainer import (
     entropy_suggestion,
     kl_suggestion,
@@ -71,7 +71,7 @@ def reward_flat(facts: Facts, rules: Rules) -> Finding | None:
         # ... and (issue 36) the rise must be a trend, not a step between two plateaus: Spearman's rho over every
         # step, with its ties, significant by the same one-sided bar (a 0.376 -> 0.404 three-valued reward with rho
         # 0.06 over its steps is flat)
-        k = _window(s.n, rules)
+        k = head_tail_window(s.n, rules)
         z = trends.rise_z(s.values[:k], s.values[-k:])
         if z is not None and z >= rules["flat_rise_z"] and _rho_t(rho, s.n) >= rules["flat_rise_z"]:
             return None
@@ -112,12 +112,9 @@ def _validation_rises(facts: Facts, rules: Rules) -> tuple[float, float, float] 
 
 def _baseline(s: trends.Series, head: float, rules: Rules, ratio: float, falling: bool) -> tuple[float, str]:
     """The head mean, or the run's first points when the event completed inside the head window."""
-    return trends.baseline(s.values, head, int(rules["head_tail_min_points"]), _window(s.n, rules), ratio, falling)
+    return trends.baseline(s.values, head, int(rules["head_tail_min_points"]), head_tail_window(s.n, rules), ratio, falling)
 
 
-def _window(n: int, rules: Rules) -> int:
-    """How many points a head or tail window holds (the first/last 20%, at least 3)."""
-    return min(n, max(int(rules["head_tail_min_points"]), int(np.ceil(rules["head_tail_fraction"] * n))))
 
 
 @rule("reward.collapsed", FAMILY, ("collapse_return_share", "collapse_drop_share", "collapse_noise_k",
@@ -135,7 +132,7 @@ def reward_collapsed(facts: Facts, rules: Rules) -> Finding | None:
     roll = trends.rolling_mean(s.values, window)
     i_peak = int(np.argmax(roll))
     head, tail = facts.head_tail(s)
-    k = _window(s.n, rules)
+    k = head_tail_window(s.n, rules)
     if i_peak >= s.n - k:  # the peak is in the tail: nothing came after it
         return None
     peak, low = float(roll[i_peak]), float(roll.min())

@@ -10,7 +10,7 @@ from triage_agent.analysis.stats import rnd, spearman
 from triage_agent.findings.facts import Facts
 from triage_agent.findings.model import Finding
 from triage_agent.findings.registry import rule
-from triage_agent.findings.rules import Rules, ge
+from triage_agent.findings.rules import Rules, ge, head_tail_window
 from triage_agent.findings.suggest_trainer import epochs_suggestion, lr_suggestion
 
 FAMILY = "training"
@@ -62,7 +62,7 @@ def loss_diverged(facts: Facts, rules: Rules) -> Finding | None:
     s = facts.enough("loss")
     if s is None or "loss" in facts.run.nonfinite:  # a NaN or inf loss is optim.nonfinite's to say
         return None
-    k = min(s.n, max(int(rules["head_tail_min_points"]), int(np.ceil(rules["head_tail_fraction"] * s.n))))
+    k = head_tail_window(s.n, rules)
     roll = trends.rolling_mean(s.values, k)
     i_min = int(np.argmin(roll[k - 1:])) + k - 1  # minimum of the smoothed loss (full windows only)
     low = float(roll[i_min])
