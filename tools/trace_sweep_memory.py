@@ -17,7 +17,7 @@ import tempfile
 import tracemalloc
 from typing import Any
 
-PHASES = ("listed", "swept", "written")
+PHASES = ("swept",)  # the listing, the split and the table now stream inside the sweep (issue 39)
 
 
 def fake_batch(batch: list[Any], opts: Any) -> list[dict[str, Any]]:
@@ -43,8 +43,6 @@ def main() -> None:
     import triage_agent.commands.inspect as inspect_cmd
     from triage_agent.cli import main as triage
     from triage_agent.commands import sweep
-    from triage_agent.render import results
-    from triage_agent.runs import locate, remote
 
     marks: list[tuple[str, tracemalloc.Snapshot]] = []
 
@@ -64,9 +62,7 @@ def main() -> None:
         return wrapped
 
     sweep.inspect_batch = fake_batch  # type: ignore[assignment]
-    locate.remote.list_sweep = wrap(remote.list_sweep, "listed")  # type: ignore[attr-defined]
     inspect_cmd.inspect_sweep = wrap(sweep.inspect_sweep, "swept", before="located")  # type: ignore[assignment]
-    results.write = wrap(results.write, "written")  # the command imports it when it writes
     mark("start")
     out = os.path.join(os.environ["XDG_CACHE_HOME"], "t.parquet")
     triage(["inspect", args.url, "--out", out, "--jobs", "1"])

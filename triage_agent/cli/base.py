@@ -152,11 +152,11 @@ def progress(err: Console) -> Callable[[str, int, int], None] | None:
 
     def update(name: str, i: int, total: int) -> None:
         now = time.monotonic()
-        bar.update(task, completed=i + 1, total=total, description=f"reading {name[-40:]}")
+        bar.update(task, completed=i + 1, total=total or None, description=f"reading {name[-40:]}")
         if now - drawn[0] >= 0.1:
             drawn[0] = now
             bar.refresh()
-        if i + 1 >= total:
+        if total and i + 1 >= total:
             bar.stop()
 
     return update

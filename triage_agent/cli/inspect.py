@@ -36,7 +36,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from triage_agent.commands.inspect import inspect
     from triage_agent.commands.sweep import SweepResult, parse_shard
     from triage_agent.render.results import check_path
-    from triage_agent.render.results import write as write_table
 
     if args.jobs is not None and args.jobs < 1:
         raise BadInput("--jobs takes a number of processes >= 1")
@@ -55,11 +54,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                      one_run_only="--html shows one run: pick one with --run NAME, or put runs side by side with "
                                   "`triage compare A B --html FILE`" if args.html else None,
                      by=args.by, shard=parse_shard(args.shard) if args.shard else None, use_cache=not args.no_cache,
-                     as_sweep=fleet)
+                     as_sweep=fleet, table=table)
     if isinstance(report, SweepResult):
         if table is not None:
-            written = write_table(report, table)
-            err.print(literal(f"wrote {written:,} rows ({len(report.rows):,} runs) to {table}", "dim"))
+            err.print(literal(f"wrote {report.written or 0:,} rows ({report.count:,} runs) to {table}", "dim"))
         return emit(out, args.json, report, args.fail_on)
     if fleet:  # one file given as the run: no sweep to tabulate
         raise BadInput(f"{args.run}: --out, --by and --shard take a folder of runs (or a remote one)")

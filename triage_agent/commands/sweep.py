@@ -17,6 +17,7 @@ import math
 import os
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -95,10 +96,21 @@ class SweepRow:
         return (sev, -len(self.ids), self.name)
 
 
+KEEP_ROWS = 200  # ranked rows the driver keeps of a sweep for the terminal (render.sweep shows the 200 worst)
+# with --json: the worst runs kept with their reports (~10-50 KB each); the rest are counted and said, and the table
+# of results (--out) has every run
+JSON_ROWS = 1_000
+ORDER = ("unreadable", "high", "medium", "low", "info", "clean")  # a run's tally: by its worst severity
+
+
+def tally_key(r: SweepRow) -> str:
+    return "unreadable" if r.error else r.worst or "clean"
+
+
 @dataclass
 class SweepResult:
     root: str
-    rows: list[SweepRow]
+    rows: list[SweepRow]  # ranked worst first: every run, or the worst of a large sweep (`runs` counts them all)
     notes: list[str] = field(default_factory=list)
     executor: str = "local"
     jobs: int = 1
@@ -108,19 +120,37 @@ class SweepResult:
     total: int = 0  # runs in the sweep (a shard's rows are its share of them)
     reused: int = 0  # rows taken from the result cache
     driver_bytes: int = 0  # bytes of runs fetched by this process (none when the workers fetch them all)
+    runs: int | None = None  # runs reported (None: the rows are all of them)
+    tally: dict[str, int] | None = None  # runs by their worst severity (ORDER) (None: counted from the rows)
+    groups: list[Prevalence] | None = None  # --by KEY's counts (None: counted from the rows)
+    written: int | None = None  # rows written to the table of results (--out), when there is one
+
+    @property
+    def count(self) -> int:
+        return len(self.rows) if self.runs is None else self.runs
+
+    def tallies(self) -> dict[str, int]:
+        if self.tally is not None:
+            return self.tally
+        counts: dict[str, int] = {}
+        for r in self.rows:
+            counts[tally_key(r)] = counts.get(tally_key(r), 0) + 1
+        return counts
 
     @property
     def worst(self) -> str | None:
-        found = [r.worst for r in self.rows if r.worst]
+        found = [s for s in self.tallies() if s in SEVERITY_RANK]
         return min(found, key=lambda s: SEVERITY_RANK[s]) if found else None
 
     def fails(self, severity: str | None) -> bool:
-        return bool(severity) and any(r.worst and SEVERITY_RANK[r.worst] <= SEVERITY_RANK[severity or "info"]
-                                      for r in self.rows)
+        return bool(severity) and any(SEVERITY_RANK[s] <= SEVERITY_RANK[severity or "info"]
+                                      for s in self.tallies() if s in SEVERITY_RANK)
 
     def prevalence(self) -> list[Prevalence]:
         """--by KEY: per value, the runs read and how many of them have each finding (errors left out)."""
-        return prevalence(self.rows) if self.by else []
+        if not self.by:
+            return []
+        return self.groups if self.groups is not None else prevalence(self.rows)
 
     def view(self, console: Console) -> None:
         from triage_agent.render.sweep import render
@@ -132,15 +162,25 @@ class SweepResult:
         return 1 if self.fails(fail_on) else 0
 
     def document(self) -> dict[str, Any]:
+        left = self.count - len(self.rows)
         return {"schema": SCHEMA, "root": self.root, "executor": self.executor, "jobs": self.jobs,
                 **({"shard": f"{self.shard[0]}/{self.shard[1]}", "total": self.total} if self.shard else {}),
                 "reused": self.reused, "driver_fetched_bytes": self.driver_bytes,
+                **({"runs_total": self.count, "runs_left_out": left,
+                    "runs_left_out_by_worst": self._left_tally()} if left else {}),
                 "runs": [{"name": r.name, "path": r.path, "trainer": r.trainer, "kind": r.kind, "paradigm": r.paradigm,
                           "lifecycle": r.lifecycle, "steps": r.steps, "worst": r.worst, "ids": r.ids,
                           **({"by": r.by} if self.by else {}), **({"error": r.error} if r.error else {}),
                           **({"report": r.report} if r.report is not None else {})} for r in self.rows],
                 **({"by": {"key": self.by, "values": [p.document() for p in self.prevalence()]}} if self.by else {}),
                 "notes": self.notes}
+
+    def _left_tally(self) -> dict[str, int]:
+        """The runs not in `rows`, by their worst severity."""
+        left = dict(self.tallies())
+        for r in self.rows:
+            left[tally_key(r)] -= 1
+        return {k: left[k] for k in ORDER if left.get(k)}
 
 
 @dataclass
@@ -167,19 +207,26 @@ def _value_order(value: str | None) -> tuple[int, float, str]:
         return (1, 0.0, value)
 
 
+def count_prevalence(groups: dict[str | None, Prevalence], r: SweepRow) -> None:
+    """One run into --by KEY's counts (a run that could not be read is left out)."""
+    if r.error:
+        return
+    g = groups.setdefault(r.by, Prevalence(r.by, 0, {}))
+    g.runs += 1
+    for fid in set(r.ids):
+        g.counts[fid] = g.counts.get(fid, 0) + 1
+
+
+def ordered(groups: dict[str | None, Prevalence]) -> list[Prevalence]:
+    out = sorted(groups.values(), key=lambda p: _value_order(p.value))
+    return [Prevalence(p.value, p.runs, dict(sorted(p.counts.items(), key=lambda kv: (-kv[1], kv[0])))) for p in out]
+
+
 def prevalence(rows: Iterable[SweepRow]) -> list[Prevalence]:
     groups: dict[str | None, Prevalence] = {}
     for r in rows:
-        if r.error:
-            continue
-        g = groups.setdefault(r.by, Prevalence(r.by, 0, {}))
-        g.runs += 1
-        for fid in set(r.ids):
-            g.counts[fid] = g.counts.get(fid, 0) + 1
-    out = sorted(groups.values(), key=lambda p: _value_order(p.value))
-    for p in out:
-        p.counts = dict(sorted(p.counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    return out
+        count_prevalence(groups, r)
+    return ordered(groups)
 
 
 def _steps(run: Any) -> int | None:
@@ -320,36 +367,69 @@ def _tasks(split: Split, display_root: str | None, base_url: str | None = None,
     return out
 
 
-def _local(tasks: list[Task], jobs: int, opts: Options) -> Iterator[dict[str, Any]]:
+class Waiting:
+    """The runs not sent yet: taken from the sweep's stream of runs as batches are made, at most `ahead` of them
+    taken before they are sent (the stream's listing waits meanwhile), so the driver never queues the sweep."""
+
+    def __init__(self, source: Iterable[Task], ahead: int) -> None:
+        self.source, self.ahead = iter(source), max(1, ahead)
+        self.queue: deque[Task] = deque()
+        self.ended = False
+
+    def _fill(self, n: int) -> None:
+        while not self.ended and len(self.queue) < n:
+            try:
+                self.queue.append(next(self.source))
+            except StopIteration:
+                self.ended = True
+
+    def __bool__(self) -> bool:
+        self._fill(1)
+        return bool(self.queue)
+
+    def known(self) -> int | None:
+        """How many runs there are to send, once the stream has ended; None before."""
+        self._fill(self.ahead)
+        return len(self.queue) if self.ended else None
+
+    def take(self, cost: Cost, workers: int) -> list[Task]:
+        """The next batch (`Cost.batch`; while the stream goes on, as if the runs to come were many)."""
+        size = cost.batch(len(self.queue) if self.known() is not None else 1 << 30, workers)
+        self._fill(size)
+        return [self.queue.popleft() for _ in range(min(size, len(self.queue)))]
+
+    def back(self, runs: list[Task]) -> None:
+        self.queue.extendleft(reversed(runs))
+
+
+def _local(given: Waiting | Iterable[Task], jobs: int, opts: Options) -> Iterator[dict[str, Any]]:
     """The runs read by `jobs` processes: this one and jobs - 1 workers, taking batches from one queue. This
     process starts reading at once, while the workers start (~0.7 s for the imports), and reads on while they
     do (it was idle, waiting for results: --jobs 2 gave 1.4x instead of 2x). Batches are sized from the measured
     cost of a run (`Cost`): one message per small run cost about as much as reading it. The first batch goes to a
     worker. A worker that dies (the OOM killer, a crash in a reader, its run's CPU limit) is a row for the run it
     was reading, and the pool is started anew for the others (`Pool`)."""
+    tasks = given if isinstance(given, Waiting) else Waiting(given, MAX_BATCH * 2 * jobs)
     if jobs <= 1:  # in batches too: a remote batch's fetches overlap (inspect_batch)
-        cost, at = Cost(), 0
-        while at < len(tasks):
-            chunk = tasks[at:at + cost.batch(len(tasks) - at, 1)]
-            at += len(chunk)
+        cost = Cost()
+        while chunk := tasks.take(cost, 1):
             rows = inspect_batch(chunk, opts)
             cost.add(rows)
             yield from rows
         return
     import queue
     import threading
-    from collections import deque
 
-    waiting = deque(tasks)
+    waiting = tasks
     cost = Cost()
     lock, stop = threading.Lock(), threading.Event()
     results: queue.Queue[list[dict[str, Any]] | BaseException | None] = queue.Queue()
 
     def take() -> list[Task] | None:
-        with lock:
-            if not waiting or stop.is_set():
+        with lock:  # the stream of runs (its listing, its cache lookups) is advanced by one thread at a time
+            if stop.is_set():
                 return None
-            return [waiting.popleft() for _ in range(min(len(waiting), cost.batch(len(waiting), jobs)))]
+            return waiting.take(cost, jobs) or None
 
     def measured(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         with lock:
@@ -358,7 +438,7 @@ def _local(tasks: list[Task], jobs: int, opts: Options) -> Iterator[dict[str, An
 
     def again(runs: list[Task]) -> None:  # the runs of a dead worker's batches that it was not reading
         with lock:
-            waiting.extendleft(reversed(runs))
+            waiting.back(runs)
 
     def feed(pool: Pool) -> None:
         """Keeps each worker two batches ahead until the queue is empty; their rows go to `results`."""
@@ -611,7 +691,7 @@ def _reachable(address: str | None) -> None:
                           "running, on that port?") from None
 
 
-def _ray(tasks: list[Task], address: str | None, opts: Options) -> Iterator[dict[str, Any]]:
+def _ray(tasks: Waiting | Iterable[Task], address: str | None, opts: Options) -> Iterator[dict[str, Any]]:
     try:
         import ray
     except ImportError:
@@ -632,21 +712,19 @@ def _ray(tasks: list[Task], address: str | None, opts: Options) -> Iterator[dict
             ray.shutdown()
 
 
-def _ray_batches(ray: Any, tasks: list[Task], opts: Options) -> Iterator[dict[str, Any]]:
+def _ray_batches(ray: Any, given: Waiting | Iterable[Task], opts: Options) -> Iterator[dict[str, Any]]:
     """Batches of runs as Ray tasks, a few per CPU in flight, sized from the measured cost of a run; the rows of
     each batch as it ends. A batch whose task fails (its worker died: a crash, the OOM killer) is sent again run
     by run, so one poisoned run is a row with its reason and the others of its batch are read."""
-    from collections import deque
-
+    tasks = given if isinstance(given, Waiting) else Waiting(given, MAX_BATCH * 4)
     remote = ray.remote(inspect_batch).options(num_cpus=1, max_retries=0)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    waiting, alone = deque(tasks), deque()  # type: deque[Task], deque[Task]
+    alone: deque[Task] = deque()
     pending: dict[Any, list[Task]] = {}
     cost = Cost()
-    while waiting or alone or pending:
-        while (waiting or alone) and len(pending) < cpus * RAY_IN_FLIGHT:
-            batch = [alone.popleft()] if alone else \
-                [waiting.popleft() for _ in range(min(len(waiting), cost.batch(len(waiting), cpus)))]
+    while tasks or alone or pending:
+        while (alone or tasks) and len(pending) < cpus * RAY_IN_FLIGHT:
+            batch = [alone.popleft()] if alone else tasks.take(cost, cpus)
             pending[remote.remote(batch, opts)] = batch
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:
@@ -681,86 +759,209 @@ def in_shard(name: str, shard: tuple[int, int]) -> bool:
     return int.from_bytes(digest[:8], "big") % shard[1] == shard[0]
 
 
-def _cached(tasks: list[Task], opts: Options, store: sweep_cache.Store | None) -> tuple[list[Task], list[dict[str, Any]]]:
-    """(the tasks to send, the rows reused): a task whose key's row is in the result cache is not sent (a remote
-    run's key is made from the listing: it is not fetched either)."""
+LOOKUP_RUNS = 256  # runs looked up in the result cache at a time, as the stream of runs gives them
+
+
+def _lookups(tasks: Iterable[Task], opts: Options, store: sweep_cache.Store | None,
+             reused: Callable[[dict[str, Any]], None]) -> Iterator[Task]:
+    """The tasks to send: a task whose key's row is in the result cache is not sent (a remote run's key is made
+    from the listing: it is not fetched either); its row goes to `reused`."""
     if store is None:
-        return tasks, []
+        yield from tasks
+        return
+    import itertools
+
     salt = json.dumps({"by": opts.by})  # an entry with the report serves a sweep without; one without, a miss
-    keyed = [replace(task, key=sweep_cache.remote_key(task.files, task.display or task.location, salt)
-                     if task.files is not None
-                     else sweep_cache.local_key(Path(task.location), task.display or task.location, salt))
-             for task in tasks]
-    found = store.load([t.key for t in keyed if t.key], opts.keep)
-    send, reused = [], []
-    for task in keyed:
-        row = found.get(task.key) if task.key else None
-        if row is not None:
-            reused.append({**row, "name": task.name, "path": task.display or task.location, "cached": True})
-        else:
-            send.append(task)
-    return send, reused
+    source = iter(tasks)
+    while chunk := list(itertools.islice(source, LOOKUP_RUNS)):
+        keyed = [replace(task, key=sweep_cache.remote_key(task.files, task.display or task.location, salt)
+                         if task.files is not None
+                         else sweep_cache.local_key(Path(task.location), task.display or task.location, salt))
+                 for task in chunk]
+        found = store.load([t.key for t in keyed if t.key], opts.keep)
+        for task in keyed:
+            row = found.get(task.key) if task.key else None
+            if row is not None:
+                reused({**row, "name": task.name, "path": task.display or task.location, "cached": True})
+            else:
+                yield task
 
 
 CACHED_FIELDS = tuple(sweep_cache.ROW_FIELDS)
+
+
+class Kept:
+    """What the driver keeps of a sweep's rows as they arrive (from its workers, or the result cache, from two
+    threads: one lock): the `keep` worst, ranked; the runs counted by worst severity; --by's counts per value;
+    the table's rows written at once. Never a row per run: flat in memory from 1,000 runs to 10,000."""
+
+    def __init__(self, keep: int, by: str | None, table: Any, store: sweep_cache.Store | None,
+                 keys: dict[str, str | None], progress: Progress | None) -> None:
+        import threading
+
+        self.keep, self.by, self.table, self.store, self.keys, self.progress = keep, by, table, store, keys, progress
+        self.lock = threading.Lock()
+        self.ranked: list[SweepRow] = []
+        self.tally: dict[str, int] = {}
+        self.groups: dict[str | None, Prevalence] = {}
+        self.runs = self.reused = self.died = self.fetched = 0
+
+    def add(self, got: dict[str, Any]) -> None:
+        with self.lock:
+            key = self.keys.pop(got["name"], None) if not got.get("cached") else None
+            if self.store and key and not got.get("error") and got.get("lifecycle") != "in_progress":
+                self.store.store(key, {k: got[k] for k in CACHED_FIELDS if k in got})
+            row = SweepRow(**got)
+            self.runs += 1
+            self.reused += row.cached
+            self.fetched += row.fetched
+            self.died += bool(row.error and row.error.startswith("worker died: "))
+            self.tally[tally_key(row)] = self.tally.get(tally_key(row), 0) + 1
+            if self.by:
+                count_prevalence(self.groups, row)
+            if self.table is not None:
+                self.table.add(row)
+            if not self.keep_report(row):
+                row.report = None
+            self.ranked.append(row)
+            if len(self.ranked) >= 2 * self.keep:
+                self.ranked.sort(key=lambda r: r.rank)
+                del self.ranked[self.keep:]
+            if self.progress:
+                self.progress(row.name, self.runs - 1, 0)
+
+    def keep_report(self, row: SweepRow) -> bool:
+        return True
+
+    def rows(self) -> list[SweepRow]:
+        self.ranked.sort(key=lambda r: r.rank)
+        del self.ranked[self.keep:]
+        return self.ranked
+
+
+class _Counted:
+    def __init__(self) -> None:
+        self.every = self.chosen = self.sent = 0
+
+
+def _chosen(tasks: Iterable[Task], shard: tuple[int, int] | None, counted: _Counted) -> Iterator[Task]:
+    for task in tasks:
+        counted.every += 1
+        if shard is None or in_shard(task.name, shard):
+            counted.chosen += 1
+            yield task
+
+
+def _streamed(stream: Any, display_root: str | None, base_url: str | None) -> Iterator[Task]:
+    """A remote sweep's runs as its listing gives them (locate.RunStream): a task each, with its files."""
+    for name, files in stream:
+        shown = (display_root.rstrip("/") + ("" if name == "." else "/" + name)) if display_root else None
+        url = (base_url or "").rstrip("/") + ("" if name == "." else "/" + name)
+        yield Task(url, name, shown, files)
 
 
 def inspect_sweep(split: Split, *, jobs: int | None = None, executor: str = "local", ray_address: str | None = None,
                   keep_reports: bool = False, progress: Progress | None = None, now: float | None = None,
                   display_root: str | None = None, base_url: str | None = None,
                   files: dict[str, dict[str, dict[str, Any]]] | None = None, by: str | None = None,
-                  shard: tuple[int, int] | None = None, use_cache: bool = True) -> SweepResult:
-    """Inspect every run of a split folder (or this shard's share of them); rows ranked worst first (errors on
-    top). Runs unchanged since a sweep before are taken from the result cache; the others are read (and fetched,
-    for a remote sweep, by their workers)."""
+                  shard: tuple[int, int] | None = None, use_cache: bool = True, stream: Any = None,
+                  table: Path | None = None) -> SweepResult:
+    """Inspect every run of a split folder, or of a remote sweep's `stream` (locate.RunStream), or this shard's
+    share of them; the worst rows ranked (errors on top), the table of results written as the runs end. Runs
+    unchanged since a sweep before are taken from the result cache; the others are read (and fetched, for a
+    remote sweep, by their workers). A stream whose split a late file undid is swept again, split whole."""
+    from triage_agent.runs.sweep import Misspeculated
+
     start = time.monotonic()
+    again: list[str] = []
+    while True:
+        try:
+            result = _sweep(split, jobs, executor, ray_address, keep_reports, progress, now, display_root, base_url,
+                            files, by, shard, use_cache, stream, table)
+        except Misspeculated as exc:
+            if stream is None or not stream.speculate:
+                raise
+            again.append(f"{exc.args[0] or '.'}: trainer output beside runs listed after them: the sweep was "
+                         "split again from its whole listing")
+            stream.again()
+            continue
+        result.notes[:0] = again
+        result.seconds = time.monotonic() - start
+        return result
+
+
+def _sweep(split: Split, jobs: int | None, executor: str, ray_address: str | None, keep_reports: bool,
+           progress: Progress | None, now: float | None, display_root: str | None, base_url: str | None,
+           files: dict[str, dict[str, dict[str, Any]]] | None, by: str | None, shard: tuple[int, int] | None,
+           use_cache: bool, stream: Any, table_path: Path | None) -> SweepResult:
     opts = Options(time.time() if now is None else now, keep_reports, by)
     jobs = max(1, jobs or os.cpu_count() or 1)
-    every = _tasks(split, display_root, base_url, files)
-    chosen = [t for t in every if in_shard(t.name, shard)] if shard else every
+    counted = _Counted()
+    source = _streamed(stream, display_root, base_url) if stream is not None else \
+        _tasks(split, display_root, base_url, files)
     store = sweep_cache.Store() if use_cache else None
+    table: Any = None
+    if table_path is not None:
+        from triage_agent.render.results import Table
+
+        table = Table(table_path, shard, by)
+    keys: dict[str, str | None] = {}
+    kept = Kept(JSON_ROWS if keep_reports else KEEP_ROWS, by, table, store, keys, progress)
+
+    def sent(tasks: Iterable[Task]) -> Iterator[Task]:
+        for task in tasks:
+            keys[task.name] = task.key
+            counted.sent += 1
+            yield task
+
     try:
-        tasks, reused = _cached(chosen, opts, store)
-        keys = {t.name: t.key for t in tasks}
+        waiting = Waiting(sent(_lookups(_chosen(source, shard, counted), opts, store, kept.add)),
+                          MAX_BATCH * 2 * jobs)
         here = remote.fetched_here()
-        results: Iterable[dict[str, Any]] = (_ray(tasks, ray_address, opts) if executor == "ray" and tasks
-                                             else _local(tasks, min(jobs, len(tasks)), opts))
-        rows = [SweepRow(**r) for r in reused]
-        for i, got in enumerate(results):
-            key = keys.get(got["name"])
-            if store and key and not got.get("error") and got.get("lifecycle") != "in_progress":
-                store.store(key, {k: got[k] for k in CACHED_FIELDS if k in got})
-            rows.append(SweepRow(**got))
-            if progress:
-                progress(got["name"], i, len(tasks))
+        if not waiting:
+            results: Iterable[dict[str, Any]] = ()
+        elif executor == "ray":
+            results = _ray(waiting, ray_address, opts)
+        else:
+            results = _local(waiting, min(jobs, waiting.known() or jobs), opts)
+        for got in results:
+            kept.add(got)
         pruned = store.prune() if store else 0
+        written = table.finish(ordered(kept.groups)) if table is not None else None
     finally:
         if store:
             store.close()
-    rows.sort(key=lambda r: r.rank)
-    if rows and all(r.error for r in rows):
+        if table is not None:
+            table.abort()
+    rows = kept.rows()
+    if rows and kept.tally.get("unreadable", 0) == kept.runs:
         # nothing was inspected: the same one-line refusal (exit 2) as a single folder with nothing recognisable
-        raise BadInput(f"{display_root or split.root}: none of its {len(rows)} folders holds a recognisable run "
+        raise BadInput(f"{display_root or split.root}: none of its {kept.runs} folders holds a recognisable run "
                        f"(first: {rows[0].error})")
-    notes = list(split.notes)
+    notes = [*(stream.notes if stream is not None else []), *split.notes]
     if shard:
-        notes.append(f"shard {shard[0]}/{shard[1]}: {len(chosen):,} of the sweep's {len(every):,} runs")
+        notes.append(f"shard {shard[0]}/{shard[1]}: {counted.chosen:,} of the sweep's {counted.every:,} runs")
     if store:
-        notes.append(f"reused {len(reused):,} of {len(chosen):,} run(s) from the result cache; read "
-                     f"{len(tasks):,}")
+        notes.append(f"reused {kept.reused:,} of {counted.chosen:,} run(s) from the result cache; read "
+                     f"{counted.sent:,}")
         if pruned:
             rows_at_most, bytes_at_most = sweep_cache.bound()
             notes.append(f"pruned {pruned:,} least recently used row(s) from the result cache (it keeps at most "
                          f"{rows_at_most:,} rows and {bytes_at_most >> 20:,} MB)")
         if store.error:
             notes.append(store.error)
-    if died := sum(1 for r in rows if r.error and r.error.startswith("worker died: ")):
-        notes.append(f"{died:,} run(s) ended the worker reading them (their rows say how); a new worker read on")
+    if kept.died:
+        notes.append(f"{kept.died:,} run(s) ended the worker reading them (their rows say how); a new worker read on")
+    if kept.runs > len(rows):
+        notes.append(f"the {len(rows):,} worst of {kept.runs:,} runs are kept here"
+                     + (" (--json lists them; --out has every run)" if keep_reports else ""))
     fetched_here = remote.fetched_here() - here
-    if files is not None:
-        fetched = sum(r.fetched for r in rows)
-        notes.append(f"the runs were fetched by the processes that read them: {fetched:,} bytes, {fetched_here:,} of "
-                     "them by this one")
+    if files is not None or stream is not None:
+        notes.append(f"the runs were fetched by the processes that read them: {kept.fetched:,} bytes, "
+                     f"{fetched_here:,} of them by this one")
+    if progress and kept.runs:
+        progress("", kept.runs - 1, kept.runs)
     return SweepResult(display_root or str(split.root), rows, notes, executor,
-                       jobs if executor == "local" else 0, time.monotonic() - start, by, shard, len(every),
-                       len(reused), fetched_here)
+                       jobs if executor == "local" else 0, 0.0, by, shard, counted.every,
+                       kept.reused, fetched_here, kept.runs, dict(kept.tally), ordered(kept.groups) if by else None,
+                       written)

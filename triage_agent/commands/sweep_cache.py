@@ -22,6 +22,7 @@ import math
 import os
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -123,7 +124,8 @@ def remote_key(files: Mapping[str, Mapping[str, Any]], location: str, salt: str)
 
 
 class Store:
-    """The result cache's rows, in one SQLite file; every call is a miss (or a no-op) once it has failed."""
+    """The result cache's rows, in one SQLite file; every call is a miss (or a no-op) once it has failed. A sweep
+    looks runs up from the thread that takes the next batch and keeps rows from another: one lock serialises them."""
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.path = root(env) / DB_NAME
@@ -131,6 +133,7 @@ class Store:
         self.error: str | None = None  # why the cache is not used (said once by the sweep)
         self.pending: list[tuple[str, bytes, int, int]] = []
         self.last_commit = time.monotonic()
+        self.lock = threading.RLock()
         self._open()
 
     def _open(self) -> None:
@@ -152,7 +155,7 @@ class Store:
     def _connect(self) -> sqlite3.Connection:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)  # 0600 from its first byte
         os.close(fd)
-        db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
+        db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
         try:
             db.execute("PRAGMA trusted_schema=OFF")
             db.execute("PRAGMA synchronous=OFF")  # a cache: a write a power cut loses is a miss, a file it breaks is
@@ -172,88 +175,93 @@ class Store:
         self.error = f"the result cache {self.path} is not used ({type(exc).__name__}: {str(exc)[:160]})"
 
     def close(self) -> None:
-        if self.db is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self.flush()
-            with contextlib.suppress(sqlite3.Error):
-                self.db.close()
-        self.db = None
+        with self.lock:
+            if self.db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self.flush()
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.close()
+            self.db = None
 
     def load(self, keys: list[str], want_report: bool) -> dict[str, dict[str, Any]]:
         """The valid rows kept under `keys` (with the report, when asked for), marked as just used."""
-        if self.db is None or not keys:
-            return {}
-        got: dict[str, dict[str, Any]] = {}
-        try:
-            for at in range(0, len(keys), QUERY_KEYS):
-                part = keys[at:at + QUERY_KEYS]
-                marks = ",".join("?" * len(part))
-                for key, blob in self.db.execute(f"SELECT key, row FROM rows WHERE key IN ({marks}) AND "  # noqa: S608
-                                                 "length(row) <= ?", (*part, ENTRY_BYTES)):
-                    row = _row(blob, want_report)
-                    if isinstance(key, str) and row is not None:
-                        got[key] = row
-            self.db.execute("BEGIN IMMEDIATE")  # one transaction marks them all used
-            self.db.executemany("UPDATE rows SET used = ? WHERE key = ?", [(time.time_ns(), k) for k in got])
-            self.db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._fail(exc)
-            return {}
-        return got
+        with self.lock:
+            if self.db is None or not keys:
+                return {}
+            got: dict[str, dict[str, Any]] = {}
+            try:
+                for at in range(0, len(keys), QUERY_KEYS):
+                    part = keys[at:at + QUERY_KEYS]
+                    marks = ",".join("?" * len(part))
+                    for key, blob in self.db.execute(f"SELECT key, row FROM rows WHERE key IN ({marks}) AND "  # noqa: S608
+                                                     "length(row) <= ?", (*part, ENTRY_BYTES)):
+                        row = _row(blob, want_report)
+                        if isinstance(key, str) and row is not None:
+                            got[key] = row
+                self.db.execute("BEGIN IMMEDIATE")  # one transaction marks them all used
+                self.db.executemany("UPDATE rows SET used = ? WHERE key = ?", [(time.time_ns(), k) for k in got])
+                self.db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._fail(exc)
+                return {}
+            return got
 
     def store(self, key: str, row: Mapping[str, Any]) -> None:
         """Keep `row` under `key` (written in batches: every COMMIT_ROWS rows or COMMIT_SECONDS, and at the end)."""
-        if self.db is None:
-            return
-        try:
-            blob = json.dumps(dict(row)).encode()
-        except (TypeError, ValueError):
-            return
-        if len(blob) <= ENTRY_BYTES:
-            self.pending.append((key, blob, len(blob), time.time_ns()))
-        if len(self.pending) >= COMMIT_ROWS or time.monotonic() - self.last_commit > COMMIT_SECONDS:
-            self.flush()
+        with self.lock:
+            if self.db is None:
+                return
+            try:
+                blob = json.dumps(dict(row)).encode()
+            except (TypeError, ValueError):
+                return
+            if len(blob) <= ENTRY_BYTES:
+                self.pending.append((key, blob, len(blob), time.time_ns()))
+            if len(self.pending) >= COMMIT_ROWS or time.monotonic() - self.last_commit > COMMIT_SECONDS:
+                self.flush()
 
     def flush(self) -> None:
-        if self.db is None or not self.pending:
-            return
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.executemany("INSERT OR REPLACE INTO rows (key, row, bytes, used) VALUES (?, ?, ?, ?)",
-                                self.pending)
-            self.db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._fail(exc)
-        self.pending.clear()
-        self.last_commit = time.monotonic()
+        with self.lock:
+            if self.db is None or not self.pending:
+                return
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+                self.db.executemany("INSERT OR REPLACE INTO rows (key, row, bytes, used) VALUES (?, ?, ?, ?)",
+                                    self.pending)
+                self.db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._fail(exc)
+            self.pending.clear()
+            self.last_commit = time.monotonic()
 
     def prune(self, max_entries: int | None = None, max_bytes: int | None = None) -> int:
         """Remove the least recently used rows past `max_entries` rows or `max_bytes` bytes (the bounds, by
         default); how many."""
-        max_entries = bound()[0] if max_entries is None else max_entries
-        max_bytes = bound()[1] if max_bytes is None else max_bytes
-        self.flush()
-        if self.db is None:
-            return 0
-        try:
-            count, total = self.db.execute("SELECT count(*), total(bytes) FROM rows").fetchone()
-            if count <= max_entries and total <= max_bytes:
+        with self.lock:
+            max_entries = bound()[0] if max_entries is None else max_entries
+            max_bytes = bound()[1] if max_bytes is None else max_bytes
+            self.flush()
+            if self.db is None:
                 return 0
-            drop, excess = max(0, count - max_entries), total - max_bytes
-            if excess > 0:  # the oldest rows whose bytes make up the excess (and at least `drop` of them)
-                freed, n = 0, 0
-                for (size,) in self.db.execute("SELECT bytes FROM rows ORDER BY used, key"):
-                    if freed >= excess and n >= drop:
-                        break
-                    freed, n = freed + int(size), n + 1
-                drop = n
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute("DELETE FROM rows WHERE key IN (SELECT key FROM rows ORDER BY used, key LIMIT ?)", (drop,))
-            self.db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._fail(exc)
-            return 0
-        return int(drop)
+            try:
+                count, total = self.db.execute("SELECT count(*), total(bytes) FROM rows").fetchone()
+                if count <= max_entries and total <= max_bytes:
+                    return 0
+                drop, excess = max(0, count - max_entries), total - max_bytes
+                if excess > 0:  # the oldest rows whose bytes make up the excess (and at least `drop` of them)
+                    freed, n = 0, 0
+                    for (size,) in self.db.execute("SELECT bytes FROM rows ORDER BY used, key"):
+                        if freed >= excess and n >= drop:
+                            break
+                        freed, n = freed + int(size), n + 1
+                    drop = n
+                self.db.execute("BEGIN IMMEDIATE")
+                self.db.execute("DELETE FROM rows WHERE key IN (SELECT key FROM rows ORDER BY used, key LIMIT ?)", (drop,))
+                self.db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._fail(exc)
+                return 0
+            return int(drop)
 
 
 V1_FILE = re.compile(r"^\.?[0-9a-f]{64}\.json(\.\d+\.part)?$")

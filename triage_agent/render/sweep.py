@@ -32,11 +32,11 @@ def _tally(rows: list[SweepRow]) -> str:
 
 
 def render(result: SweepResult, console: Console) -> None:
-    tally = _tally(result.rows)
+    tally = ", ".join(f"{n} {k}" for k in ORDER if (n := result.tallies().get(k)))
     how = f"{result.jobs} job(s)" if result.executor == "local" else "Ray"
     shard = f" · shard {result.shard[0]}/{result.shard[1]} of {result.total}" if result.shard else ""
     reused = f" · {result.reused} reused" if result.reused else ""
-    console.print(literal(f"{result.root}: {len(result.rows)} runs ({tally}) · {result.seconds:.1f} s · {how}"
+    console.print(literal(f"{result.root}: {result.count} runs ({tally}) · {result.seconds:.1f} s · {how}"
                           f"{shard}{reused}", "bold"))
     t = LiteralTable(expand=False)
     for col in ("#", "run", "trainer", "steps", "worst", "findings"):
@@ -49,10 +49,15 @@ def render(result: SweepResult, console: Console) -> None:
         worst = Text(r.worst, style=SEVERITY_STYLE[r.worst]) if r.worst else Text("none", style="green")
         t.add_row(str(i), r.name, r.trainer or r.kind or "", "" if r.steps is None else str(r.steps), worst, ids)
     console.print(t)
-    rest = result.rows[MAX_ROWS:]
-    if rest:
-        console.print(literal(f"... and {len(rest)} more runs ({_tally(rest)}), not shown: --json lists every run",
-                              "dim"))
+    shown = result.rows[:MAX_ROWS]
+    if result.count > len(shown):
+        left = dict(result.tallies())
+        for r in shown:
+            key = "unreadable" if r.error else r.worst or "clean"
+            left[key] -= 1
+        rest = ", ".join(f"{left[k]} {k}" for k in ORDER if left.get(k))
+        where = "--json lists every run" if result.count == len(result.rows) else "--out lists every run"
+        console.print(literal(f"... and {result.count - len(shown)} more runs ({rest}), not shown: {where}", "dim"))
     if result.by:
         _prevalence(result, console)
     for note in result.notes:

@@ -11,14 +11,15 @@ workers that read them.
 from __future__ import annotations
 
 import stat as statmod
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from triage_agent.errors import BadInput
 from triage_agent.runs import remote
-from triage_agent.runs.sweep import Split, split_listing, split_runs
+from triage_agent.runs.sweep import Files, Misspeculated, Split, StreamSplit, split_listing, split_runs
 
 Progress = Callable[[str, int, int], None]
 
@@ -45,6 +46,11 @@ class Several:
     url: str | None = None
     files: dict[str, dict[str, dict[str, Any]]] | None = None
     notes: tuple[str, ...] = ()
+    stream: RunStream | None = None  # a remote sweep's runs as its listing streams (then `split` has none)
+
+    @property
+    def several(self) -> bool:
+        return self.stream is not None or self.split.several
 
     @property
     def where(self) -> str:
@@ -67,12 +73,14 @@ class MultiRunError(BadInput):
 
 
 def locate(typed: str | Path, pick: str | None = None, progress: Progress | None = None, *,
-           as_sweep: bool = False) -> Located | Several:
+           as_sweep: bool = False, stream: bool = False) -> Located | Several:
     """The run `typed` names (with `pick`, the run of that name in the folder), or the runs of a sweep folder.
     `as_sweep`: a folder of one run is a sweep of one (a results table of one row). A missing path is a one-line
     error; any other trouble with a path (not a folder, unreadable) is said by the loader, which reads it."""
     location = str(typed)
     if remote.is_remote(location):
+        if stream and pick is None:
+            return _streamed(location, progress, as_sweep)
         return _remote(location, pick, progress, as_sweep)
     root = Path(typed)
     try:
@@ -120,6 +128,71 @@ def _remote(location: str, pick: str | None, progress: Progress | None, as_sweep
     suffix = "" if name == "." else "/" + name
     m = remote.fetch_files(base + suffix, remote.by_run(listing.files, [name])[name], progress)
     return Located(m.path, display=listing.url + suffix, notes=(*listing.notes, *m.summary()))
+
+
+class RunStream:
+    """A remote sweep's runs, each with its files, as its listing streams (`StreamSplit`): nothing of the listing
+    held. Should a file listed late undo the split's speculation (`Misspeculated`), `again()` lists anew and
+    splits the whole listing (holding it: the rare case)."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self.speculate = True
+        self.notes: list[str] = []
+        self._start()
+
+    def _start(self) -> None:
+        listed = remote.stream_sweep(self.location)
+        self.url, self.path = listed.url, listed.path
+        self.buffer: deque[tuple[str, Files]] = deque()
+        self.gen = self._runs(listed)
+
+    def _runs(self, listed: remote.Streamed) -> Iterator[tuple[str, Files]]:
+        out: deque[tuple[str, Files]] = deque()
+        split = StreamSplit(listed.path, lambda n, f: out.append((n, f)), self.speculate)
+        for rel, info in listed.entries:
+            split.add(rel, info)
+            while out:
+                yield out.popleft()
+        notes = split.end()
+        self.notes = [*listed.notes, *notes]
+        while out:
+            yield out.popleft()
+
+    def peek(self, n: int) -> int:
+        """At least `n` runs taken ahead (fewer when the sweep has fewer); how many."""
+        while len(self.buffer) < n:
+            try:
+                self.buffer.append(next(self.gen))
+            except StopIteration:
+                break
+        return len(self.buffer)
+
+    def again(self) -> None:
+        self.speculate = False
+        self._start()
+
+    def __iter__(self) -> Iterator[tuple[str, Files]]:
+        while self.buffer:
+            yield self.buffer.popleft()
+        yield from self.gen
+
+
+def _streamed(location: str, progress: Progress | None, as_sweep: bool) -> Located | Several:
+    """A remote folder whose runs stream from its listing: a sweep (two runs or more, or `as_sweep`) is handed on
+    as its stream; one run is fetched here."""
+    runs = RunStream(location)
+    try:
+        several = runs.peek(2)
+    except Misspeculated:
+        runs.again()
+        several = runs.peek(2)
+    base = location.rstrip("/")
+    if several >= 2 or as_sweep:
+        return Several(Split(runs.path, []), location, runs.url, base, stream=runs)
+    name, files = runs.buffer.popleft() if runs.buffer else (".", {})
+    m = remote.fetch_files(base, files, progress)
+    return Located(m.path, display=runs.url, notes=(*runs.notes, *m.summary()))
 
 
 def _is_dir(path: Path) -> bool:

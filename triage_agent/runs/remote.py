@@ -18,7 +18,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -245,11 +245,13 @@ def fetch_files(url: str, files: dict[str, dict[str, Any]], progress: Callable[[
     return res
 
 
-def _flat_entries(fs: Any, root: str, take: Callable[[str, dict[str, Any]], bool]) -> None:
+def _flat_entries(fs: Any, root: str, take: Callable[[str, dict[str, Any]], bool],
+                  room: Callable[[], bool] | None = None) -> None:
     """`take(key, info)` for every object below `root`, in key order, until it says stop. S3 (s3fs): each object as
     its page arrives, so the driver holds one page of the store's full info (~1 KB an object) at a time; `fs.find`
     held every object's (20,000 objects: ~35 MB at its peak, tools/bench_fleet.py) before one was made slim. Other
-    stores: their `find`, whole."""
+    stores: their `find`, whole. `room()` False: the taker's consumer is behind; the listing waits for it (on
+    fsspec's loop without blocking it: a worker thread of this process may be fetching on that loop)."""
     iterdir, split_path = getattr(fs, "_iterdir", None), getattr(fs, "split_path", None)
     if iterdir is None or split_path is None or getattr(fs, "version_aware", False):
         found = fs.find(root, withdirs=False, detail=True)
@@ -257,6 +259,8 @@ def _flat_entries(fs: Any, root: str, take: Callable[[str, dict[str, Any]], bool
             if take(key, found.pop(key)):
                 return
         return
+    import asyncio
+
     from fsspec.asyn import sync
 
     bucket, key, _ = split_path(root)
@@ -265,20 +269,21 @@ def _flat_entries(fs: Any, root: str, take: Callable[[str, dict[str, Any]], bool
         async for info in iterdir(bucket, delimiter="", prefix=key.strip("/") + "/" if key else ""):
             if take(str(info.get("name") or info.get("Key")), info):
                 return
+            while room is not None and not room():
+                await asyncio.sleep(0.005)
 
     sync(fs.loop, pages)
 
 
-def _flat_listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, Any]], bool]:
-    """rel path -> slim info below `root` from one flat, paged listing where the store has one (`_flat_entries`),
-    in a thread given LIST_SECONDS: past it the sweep is refused (a listing cut short would miss runs)."""
-    out: dict[str, dict[str, Any]] = {}
-    got: list[Exception | None] = []
-    cut: list[bool] = []
+def _flat_taker(root: str, notes: list[str], out: dict[str, dict[str, Any]] | None,
+                put: Callable[[str, dict[str, Any]], None]) -> Callable[[str, dict[str, Any]], bool]:
+    """`take(key, info)` for `_flat_entries`: one object, when discovery could read it, to `put(rel, slim info)`
+    (`_accept`; `out`, when given, the files so far, for a second key of one path); True when the listing is cut
+    there (SWEEP_FILES)."""
     depth = SPLIT_DEPTH + disc.MAX_DEPTH + 1
+    taken = [0]
 
     def take(listed: str, info: dict[str, Any]) -> bool:
-        """One object into `out` as its slim info (`_accept`); True when the listing is cut there."""
         key = str(info.get("name") or listed)
         rel = key[len(root) + 1:] if key.startswith(root + "/") else ""
         parts = rel.split("/")
@@ -290,19 +295,36 @@ def _flat_listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[
             if empty not in notes:
                 notes.append(empty)
             return False
-        accepted = _accept(key, info, root, parts[-1], out, notes)
+        accepted = _accept(key, info, root, parts[-1], {} if out is None else out, notes)
         if accepted is None:
             return False
-        if len(out) >= SWEEP_FILES:
+        if taken[0] >= SWEEP_FILES:
             notes.append(f"more than {SWEEP_FILES:,} files under the remote folder: the rest were not read")
+            return True
+        taken[0] += 1
+        put(*accepted)
+        return False
+
+    return take
+
+
+def _flat_listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[str, Any]], bool]:
+    """rel path -> slim info below `root` from one flat, paged listing where the store has one (`_flat_entries`),
+    in a thread given LIST_SECONDS: past it the sweep is refused (a listing cut short would miss runs)."""
+    out: dict[str, dict[str, Any]] = {}
+    got: list[Exception | None] = []
+    take = _flat_taker(root, notes, out, out.__setitem__)
+    cut: list[bool] = []
+
+    def taken(key: str, info: dict[str, Any]) -> bool:
+        if take(key, info):
             cut.append(True)
             return True
-        out[accepted[0]] = accepted[1]
         return False
 
     def find() -> None:
         try:
-            _flat_entries(fs, root, take)
+            _flat_entries(fs, root, taken)
             got.append(None)
         except Exception as exc:  # noqa: BLE001 - said by the caller, in one line
             got.append(exc)
@@ -319,6 +341,90 @@ def _flat_listing(fs: Any, root: str, notes: list[str]) -> tuple[dict[str, dict[
     if got[0] is not None:
         raise got[0]
     return out, bool(cut)
+
+
+STREAM_AHEAD = 4096  # listed objects waiting for the sweep's split at most (four of S3's pages): the listing waits
+
+
+@dataclass
+class Streamed:
+    """A remote sweep's listing as it streams: its files (path below the URL, slim info) in key order, nothing
+    fetched and nothing held but a few pages (STREAM_AHEAD). `notes` is complete once `entries` has ended."""
+
+    url: str  # as shown (no credentials)
+    path: Path  # where its mirror would be in the cache
+    entries: Iterator[tuple[str, dict[str, Any]]]
+    notes: list[str] = field(default_factory=list)
+
+
+def stream_sweep(url: str, env: dict[str, str] | None = None) -> Streamed:
+    """List a remote folder as `list_sweep` does, but hand its files on as they are listed (a flat listing is in
+    key order); a store without one is walked whole, then handed on sorted. The store's own time is bounded by
+    LIST_SECONDS (the time the sweep waits on it, not the time its runs take meanwhile)."""
+    fs, root, res = _open(url, env)
+    try:
+        if not fs.isdir(root):
+            if fs.isfile(root):
+                raise BadInput(f"{res.url}: not a folder (give the run folder)")
+            raise BadInput(f"{res.url}: no such folder")
+    except TriageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - each fsspec back end raises its own kinds: all are "cannot list"
+        raise BadInput(f"{res.url}: cannot list ({_short(exc)})") from None
+    m = _URL.match(res.url)
+    flat = m is not None and m.group(1).lower() in FLAT_LISTING
+    return Streamed(res.url, res.path, _streamed(fs, root, res, flat), res.notes)
+
+
+def _streamed(fs: Any, root: str, res: Mirror, flat: bool) -> Iterator[tuple[str, dict[str, Any]]]:
+    if not flat:
+        try:
+            files, _ = _listing(fs, root, res.notes, SWEEP_FILES)
+        except (TriageError, MemoryError):
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise BadInput(f"{res.url}: cannot list ({_short(exc)})") from None
+        for rel in sorted(files):
+            yield rel, files.pop(rel)
+        return
+    import queue
+
+    ahead: queue.Queue[tuple[str, dict[str, Any]] | BaseException | None] = queue.Queue()
+    stop = threading.Event()
+    take = _flat_taker(root, res.notes, None, lambda rel, info: ahead.put((rel, info)))
+
+    def listing() -> None:
+        try:
+            _flat_entries(fs, root, lambda k, i: stop.is_set() or take(k, i),
+                          lambda: stop.is_set() or ahead.qsize() < STREAM_AHEAD)
+            ahead.put(None)
+        except Exception as exc:  # noqa: BLE001 - said by the consumer, in one line
+            ahead.put(exc)
+
+    with contextlib.suppress(Exception):  # a cached listing would hide what was written since
+        fs.invalidate_cache(root)
+    worker = threading.Thread(target=listing, name="triage-list", daemon=True)
+    worker.start()
+    waited = 0.0
+    try:
+        while True:
+            t = time.monotonic()
+            try:
+                got = ahead.get(timeout=max(0.001, LIST_SECONDS - waited))
+            except queue.Empty:
+                raise BadInput(f"the listing took more than {LIST_SECONDS:g} s") from None
+            waited += time.monotonic() - t
+            if got is None:
+                break
+            if isinstance(got, TriageError | MemoryError):
+                raise got
+            if isinstance(got, BaseException):
+                raise BadInput(f"{res.url}: cannot list ({_short(got)})") from None
+            yield got
+    finally:
+        stop.set()  # a consumer that stopped early (an error, a split taken again): the listing ends at its page
+        with contextlib.suppress(Exception):  # the listings it cached are not a walk's: a later walk lists afresh
+            fs.invalidate_cache()
 
 
 def _fetch_small(fs: Any, name: str, size: int, tmp: Path, what: str) -> int:
