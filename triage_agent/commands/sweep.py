@@ -18,7 +18,7 @@ import os
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -167,7 +167,7 @@ class SweepResult:
                 **({"shard": f"{self.shard[0]}/{self.shard[1]}", "total": self.total} if self.shard else {}),
                 "reused": self.reused, "driver_fetched_bytes": self.driver_bytes,
                 **({"runs_total": self.count, "runs_left_out": left,
-                    "runs_left_out_by_worst": self._left_tally()} if left else {}),
+                    "runs_left_out_by_worst": self.by_worst(self.rows)} if left else {}),
                 "runs": [{"name": r.name, "path": r.path, "trainer": r.trainer, "kind": r.kind, "paradigm": r.paradigm,
                           "lifecycle": r.lifecycle, "steps": r.steps, "worst": r.worst, "ids": r.ids,
                           **({"by": r.by} if self.by else {}), **({"error": r.error} if r.error else {}),
@@ -175,10 +175,10 @@ class SweepResult:
                 **({"by": {"key": self.by, "values": [p.document() for p in self.prevalence()]}} if self.by else {}),
                 "notes": self.notes}
 
-    def _left_tally(self) -> dict[str, int]:
-        """The runs not in `rows`, by their worst severity."""
+    def by_worst(self, besides: Sequence[SweepRow] = ()) -> dict[str, int]:
+        """The runs by their worst severity, in ORDER, less those in `besides` (a head of `rows`: the ones shown)."""
         left = dict(self.tallies())
-        for r in self.rows:
+        for r in besides:
             left[tally_key(r)] -= 1
         return {k: left[k] for k in ORDER if left.get(k)}
 

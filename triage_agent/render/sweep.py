@@ -11,7 +11,7 @@ from triage_agent.render.terminal import SEVERITY_STYLE
 from triage_agent.render.text import LiteralTable, literal
 
 if TYPE_CHECKING:
-    from triage_agent.commands.sweep import SweepResult, SweepRow
+    from triage_agent.commands.sweep import SweepResult
 
 MAX_IDS = 6  # ids shown per row; the rest are counted
 # rows shown in the terminal, worst first; the rest are tallied (and all are in --json). A table of 1,000 rows took
@@ -19,20 +19,8 @@ MAX_IDS = 6  # ids shown per row; the rest are counted
 MAX_ROWS = 200
 
 
-ORDER = ("unreadable", "high", "medium", "low", "info", "clean")
-
-
-def _tally(rows: list[SweepRow]) -> str:
-    """`3 high, 97 clean`: the rows counted by their worst severity."""
-    counts: dict[str, int] = {}
-    for r in rows:
-        key = "unreadable" if r.error else r.worst or "clean"
-        counts[key] = counts.get(key, 0) + 1
-    return ", ".join(f"{counts[k]} {k}" for k in ORDER if k in counts)
-
-
 def render(result: SweepResult, console: Console) -> None:
-    tally = ", ".join(f"{n} {k}" for k in ORDER if (n := result.tallies().get(k)))
+    tally = ", ".join(f"{n} {k}" for k, n in result.by_worst().items())
     how = f"{result.jobs} job(s)" if result.executor == "local" else "Ray"
     shard = f" · shard {result.shard[0]}/{result.shard[1]} of {result.total}" if result.shard else ""
     reused = f" · {result.reused} reused" if result.reused else ""
@@ -51,11 +39,7 @@ def render(result: SweepResult, console: Console) -> None:
     console.print(t)
     shown = result.rows[:MAX_ROWS]
     if result.count > len(shown):
-        left = dict(result.tallies())
-        for r in shown:
-            key = "unreadable" if r.error else r.worst or "clean"
-            left[key] -= 1
-        rest = ", ".join(f"{left[k]} {k}" for k in ORDER if left.get(k))
+        rest = ", ".join(f"{n} {k}" for k, n in result.by_worst(shown).items())
         where = "--json lists every run" if result.count == len(result.rows) else "--out lists every run"
         console.print(literal(f"... and {result.count - len(shown)} more runs ({rest}), not shown: {where}", "dim"))
     if result.by:
