@@ -269,6 +269,26 @@ def test_a_resume_that_jumps_and_one_that_carries_on(make_run):
     assert f.severity == "info" and "step counter went back from 60 to 41" in f.title
 
 
+def test_a_trend_carried_across_a_resume_is_no_jump(make_run):
+    # loss 100 - 2 * step +- 0.5 (alternating): the diffs alternate -3, -1, noise = std 1 / sqrt 2 = 0.7071. Launch 2
+    # (from a checkpoint at 10) logs 11-30. The 5 steps before 11 (6-10: 88.5 85.5 84.5 81.5 80.5) average 84.1.
+    # On the same line, steps 11-15 average 73.9: a move of -10.2 that the shared slope, -2 a step over the 5 steps
+    # between the windows' centres (drift -10), explains: |-10.2 + 10| / 0.7071 = 0.28x, an info note (the window means
+    # alone, 10.2 / 0.7071 = 14.4x, would have called it a jump: batch J's verl export across two restarts)
+    def line(steps, offset):
+        return [{"step": i, "loss": 100 - 2 * i + 0.5 * (-1) ** i + offset} for i in steps]
+    rep = inspect(make_run({"metrics.jsonl": _jsonl(line(range(1, 21), 0) + line(range(11, 31), 0))}))
+    f = finding(rep, "run.resume_discontinuity")
+    assert f.severity == "info" and f.onset_step == 11
+    # launch 2 resumed 10 above the line: steps 11-15 average 83.9, move -0.2, beyond the trend +9.8. The noise from
+    # the 28 diffs inside the launches (steps 1-10 kept of launch 1, 11-30 of launch 2): 15 of -1 and 13 of -3, std
+    # 2 sqrt(15/28 * 13/28) = 0.99745, noise 0.70530: 9.8 / 0.70530 = 13.895x
+    rep = inspect(make_run({"metrics.jsonl": _jsonl(line(range(1, 21), 0) + line(range(11, 31), 10))}))
+    f = finding(rep, "run.resume_discontinuity")
+    assert f.severity == "medium" and f.evidence["trend_drift"] == pytest.approx(-10.0)
+    assert f.evidence["move"] == pytest.approx(-0.2) and f.evidence["noise_multiple"] == pytest.approx(13.895, abs=1e-3)
+
+
 def test_an_epoch_that_goes_back_is_a_resume_and_rows_logged_twice_by_design_are_not(make_run):
     rows = [{"step": 10 * i, "loss": 2.0 - 0.01 * i, "epoch": 0.25 * i} for i in range(1, 41)]
     rows[30:] = [{**r, "epoch": r["epoch"] - 6.0} for r in rows[30:]]  # step 310: epoch 7.5 -> 1.75

@@ -236,7 +236,7 @@ DEFAULTS: dict[str, Any] = {
     # such lines are no fluke (a trlx run of batch G: 12 between iterations 87 and 114, then SIGTERM)
     "skipped_floor_lines": 3,
     # run.resume_discontinuity (findings-v4.md): at a resume, the mean of the 5 logged steps after it differs from the
-    # mean of the 5 before by more than 5x the series' step-to-step noise
+    # mean of the 5 before, beyond the trend the two windows share, by more than 5x the series' step-to-step noise
     "resume_noise_k": 5.0,
     "resume_window": 5,
     # policy.off_policy_stale (findings-v4.md: "grows over the run or its tail exceeds the configured maximum"). Ours:
