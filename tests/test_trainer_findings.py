@@ -285,6 +285,21 @@ def test_a_log_with_no_training_in_it_is_nothing_recognisable(make_run):
     assert "log.no_progress" not in ids(inspect(make_run({"app.log": java, "configs/c.yaml": "a: 1\n"})))
 
 
+def test_a_launch_command_echoed_by_its_script_is_configuration_not_metrics(make_run):
+    # a script under `set -x` echoes its command with its overrides (as a Logic-RL log of batch J does, six times):
+    # three lines holding loss/kl/lr pairs, the same shape each time, and no step ever logged: no progress
+    cmd = ("python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.optim.lr=5e-7 "
+           "actor_rollout_ref.actor.kl_loss_coef=0.001 algorithm.kl_ctrl.kl_coef=0.001 trainer.total_epochs=2")
+    log = (f"+ COMMAND='{cmd}'\n+ echo Executing command: {cmd}\nExecuting command: {cmd}\n+ {cmd}\n"
+           "(main_task pid=4) Total training steps: 560\n(main_task pid=4) wandb: Tracking run with wandb\n")
+    rep = inspect(make_run({"train.log": log}))
+    assert "log.no_progress" in ids(rep) and rep.run.metrics is None
+    # the same lines beside three real ones: the three steps are the rows, the commands are not
+    rows = "".join(f"step:{i} - actor/kl_loss:0.00{i} - actor/pg_loss:0.{i}\n" for i in (1, 2, 3))
+    rep = inspect(make_run({"train.log": log + rows}))
+    assert rep.run.metrics is not None and list(rep.run.metrics.data.column("step")) == [1, 2, 3]
+
+
 # -- formats -----------------------------------------------------------------------------------------
 FORMATS = [*sorted(synth.WRITERS), "tensorboard"]
 

@@ -28,6 +28,12 @@ _PROSE_PAIR = re.compile(rb"[A-Za-z_] (?:is|was) [-+]?\.?\d")  # "kl is 0.83": a
 _SINGLE = re.compile(rb"(?<![a-z])((?i:loss|reward|kl|entropy|grad_norm|acc\w*|score)\w*)['\"]?\s*[:=]\s*'?[-+]?\.?\d")
 _EVAL_KEY = re.compile(r"^(?:eval|val|valid|validation|test)[_/-]", re.I)
 MAX_SINGLES = 1000
+# a launch command and its echoes are configuration, however often a script prints it: a shell trace line (`set -x`
+# prints `+ VAR=...` and `+ python3 ...`), or a line that runs a Python launcher with its overrides
+# (`Executing command: python3 -m verl.trainer.main_ppo ... actor_rollout_ref.actor.optim.lr=5e-7`: a Logic-RL
+# log of batch J echoes its command six times and was read as six metric rows of a run that never stepped)
+_COMMAND = re.compile(rb"^\s*(?:\++ \S|\$ \S)|(?:^|[\s:])(?:python[0-9.]*|torchrun|deepspeed|accelerate launch|srun|mpirun)"
+                      rb"\s+(?:-m\s|-u\s|\S+\.py\b)")
 
 
 class Generic(Dialect):
@@ -56,7 +62,7 @@ class Generic(Dialect):
         bytes hold the shape of a metric line. Called only while no dialect has given rows: past that, generic
         lines are never rows (`finish`), and text that merely looks like metrics (a completion's "loss: 0.5 ...
         ratio:0.5") is no sign that training went on."""
-        if sink.rows or METRIC_MARK.search(raw) is None:
+        if sink.rows or METRIC_MARK.search(raw) is None or _COMMAND.search(raw) is not None:
             return
         pairs = len(_NUM_PAIR.findall(raw)) + (len(_PROSE_PAIR.findall(raw)) if b" is " in raw or b" was " in raw else 0)
         # `key v` pairs without separators (`iter 40: loss 2.31, reward 0.25`, `step 3 loss 0.5 reward 0.2`):
@@ -70,6 +76,8 @@ class Generic(Dialect):
                 self.singles.append((lineno, raw.decode("utf-8", errors="replace").strip()[:200], m.group(1).decode()))
 
     def line(self, text: str, lineno: int, sink: Sink) -> None:
+        if _COMMAND.search(text.encode("utf-8", "replace")) is not None:
+            return
         got = metricline.parse_line(text)
         if got is None:
             m = _SINGLE.search(text.encode("utf-8", "replace")) if len(self.singles) < MAX_SINGLES else None
