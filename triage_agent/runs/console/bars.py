@@ -178,6 +178,10 @@ class Bars(Dialect):
             sink.segment(rest[tb:], seg)
         elif "{" in rest:  # stdout's dict glued to stderr's bar redraw on one line (`2>&1`): its own row
             sink.segment(rest[rest.index("{"):], seg)
+        elif rest.strip():
+            # any other line glued to the last redraw is read as its own: SLURM's `[...] error: *** JOB 4523781 ON
+            # della-i23g1 CANCELLED AT ...` right after `45/2133 [42:47<21:36:58, 37.27s/it]` (a batch K run)
+            sink.segment(rest.lstrip(), seg)
         return True
 
     def fast(self, raw: bytes, lineno: int, sink: Sink) -> bool:
@@ -186,7 +190,9 @@ class Bars(Dialect):
         if b"%|" not in raw or self.others is None:
             return False
         body = raw[_BAR_PREFIX.match(raw).end():]  # type: ignore[union-attr]  # the pattern matches "" too
-        if _TRACEBACK in body:  # glued to the redraws: `segment` gives it its own segment
+        if _TRACEBACK in body or not body.rstrip().endswith(b"]") or body.count(b"%|") > 1:
+            # a line glued to the last redraw (a traceback, SLURM's cancel, more redraws of a copy without carriage
+            # returns): `segment` reads each
             return False
         if self.strict is not None and self.shape is not None and (m := self.strict.fullmatch(body)) is not None:
             return self.train_redraw(self.shape[1], int(m[1]), int(m[2]), m[3].decode(), lineno, sink)
