@@ -35,3 +35,19 @@ def test_the_bar_alone_is_no_crash(make_run):
     rep = inspect(make_run({"4523781.err": ROW + bars(45) + "\n"}), now=time.time() + YEAR)
     assert rep.facts.run.logs[0].crash is None
     assert rep.facts.run.lifecycle == "stopped_early"
+
+
+def test_cpython_s_own_abort_is_a_crash(make_run):
+    # batch J's verl worker: a step line, then CPython's abort and faulthandler's dump (no `Traceback` line);
+    # the abort is on line 2, the crash's message is its text, and the dump after it does not end it
+    log = ("step:3 - actor/pg_loss:0.01 - actor/entropy:0.5 - critic/score/mean:0.2\n"
+           "Fatal Python error: none_dealloc: deallocating None: bug likely caused by a refcount error in a C "
+           "extension\nPython runtime state: initialized\n\nThread 0x00007fa3cc9f8640 (most recent call first):\n"
+           '  File "/usr/local/lib/python3.11/threading.py", line 331 in wait\n\n'
+           "Current thread 0x00007fa6cdc14c40 (most recent call first):\n"
+           '  File "/workspace/verl/workers/fsdp_workers.py", line 681 in generate_sequences\n\n'
+           "Extension modules: msgpack._cmsgpack, psutil._psutil_linux (total: 2)\n")
+    rep = inspect(make_run({"worker.log": log}))
+    crash = rep.facts.run.logs[0].crash
+    assert crash is not None and crash.line == 2 and crash.message.startswith("Fatal Python error: none_dealloc")
+    assert "log.crash" in {f.id for f in rep.findings} and "log.no_progress" not in {f.id for f in rep.findings}

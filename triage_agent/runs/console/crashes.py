@@ -34,6 +34,9 @@ FATAL: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
      ("NCCL", "Watchdog caught")),
     (re.compile(r"Segmentation fault|core dumped|SIGSEGV"), "Segmentation fault",
      ("Segmentation fault", "core dumped", "SIGSEGV")),
+    # CPython's own abort (Py_FatalError): no traceback line, only faulthandler's thread dump after it (a verl
+    # worker's `Fatal Python error: none_dealloc: deallocating None` in batch J)
+    (re.compile(r"^Fatal Python error: "), "Fatal Python error", ("Fatal Python error: ",)),
     (re.compile(r"\*\*\* JOB \d+ ON \S+ CANCELLED AT|\bCANCELLED AT \S+ DUE TO|\bDUE TO (?:TIME LIMIT|PREEMPTION|"
                 r"NODE FAILURE)|job \d+ .*PREEMPTED|\bPREEMPTED\b"), "Job ended by the scheduler",
      ("CANCELLED", "DUE TO", "PREEMPTED")),
@@ -251,6 +254,7 @@ class Crashes(Dialect):
         "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
         "WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.",
         "Killed",
+        "Fatal Python error: none_dealloc: deallocating None: bug likely caused by a refcount error in a C extension",
         "[2025-02-20 20:27:14,902] [INFO] [launch.py:328:sigkill_handler] Main process received SIGINT, exiting",
         "slurmstepd: error: *** JOB 4242 ON node-7 CANCELLED AT 2024-05-01T10:00:00 DUE TO TIME LIMIT ***",
         "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -6) local_rank: 0 (pid: 77)",
