@@ -248,6 +248,25 @@ def test_steps_with_a_reward_and_no_update(make_run):
     assert "optim.steps_skipped" not in ids(inspect(make_run({"trainer_state.json": state(rows)})))
 
 
+def test_a_per_step_skip_flag_or_count_is_read_by_its_meaning(make_run):
+    # 40 steps, `update_skipped` 1 on steps 22-33 and 38 (13 of 40: 32.5% >= 20%), first at 22: medium, the name
+    # resolved by meaning (no profile lists it), which the evidence says
+    rows = "step,loss,update_skipped\n" + "".join(
+        f"{i},{1.0 - 0.01 * i},{int(22 <= i <= 33 or i == 38)}\n" for i in range(1, 41))
+    f = finding(inspect(make_run({"timeline.csv": rows})), "optim.steps_skipped")
+    assert (f.evidence["skipped"], f.evidence["steps"], f.onset_step) == (13, 40, 22)
+    assert f.evidence["share"] == pytest.approx(0.325) and "update_skipped" in f.evidence["inferred"]
+    # steps 7, 14, 21, 28 and 35: 5 of 40 (12.5%), below the bar
+    rows = "step,loss,update_skipped\n" + "".join(f"{i},{1.0 - 0.01 * i},{int(i % 7 == 0 and i < 42)}\n"
+                                                   for i in range(1, 41))
+    assert "optim.steps_skipped" not in ids(inspect(make_run({"timeline.csv": rows})))
+    # a count of the steps skipped so far: 0 on steps 1-10, then +1 a step to 30 on step 40: 30 of the 39 steps
+    # after the first (77%)
+    rows = "step,loss,skipped_steps_total\n" + "".join(f"{i},{1.0 - 0.01 * i},{max(0, i - 10)}\n" for i in range(1, 41))
+    f = finding(inspect(make_run({"timeline.csv": rows})), "optim.steps_skipped")
+    assert (f.evidence["skipped"], f.evidence["steps"]) == (30, 39)
+
+
 # -- resumes -----------------------------------------------------------------------------------------------------
 def _jsonl(rows):
     return "".join(json.dumps(r) + "\n" for r in rows)

@@ -3,6 +3,8 @@
 - DeepSpeed's cumulative `step=N, skipped=K` counter (fp16 overflow): K of N steps skipped;
 - lines that say so ("OVERFLOW! ... Skipping step", "No valid trajectory groups at batch 14, skipping"), counted
   against the steps the run logged;
+- a per-step flag (`update_skipped`, `skipped`: 1 or true where the step made no update), or a per-step count that
+  only grows (the steps skipped so far);
 - steps that log a reward but none of the series an update writes (loss, gradient norm, entropy, KL, clip share),
   in a run that logged them at the reward's own cadence before (a filter that left nothing to train on: the
   zero-KL DAPO runs in tests/real_runs log `policy/loss` on steps 0-4 only, then reward 0 and no update to step 24).
@@ -47,6 +49,22 @@ def _lines(facts: Facts, rules: Thresholds) -> tuple[int, int, dict[str, Any]] |
     first = scans[0]
     return min(lines, steps), steps, {"how": "lines that say a step was skipped", "line": first.skips.first_line,
                                       "example": first.skips.example, "source": first.path}
+
+
+def _flag(facts: Facts, rules: Thresholds) -> tuple[int, int, dict[str, Any]] | None:
+    """The `skipped_steps` series: a 0/1 flag per step (skipped where 1), or a count of the steps skipped so far
+    (non-decreasing integers: its rise over the logged steps)."""
+    s = facts.series("skipped_steps")
+    if s is None or s.n < 2:
+        return None
+    v = s.values
+    ev = {"how": f"the per-step {s.raw}", "series": "skipped_steps", "logged_as": s.raw, "source": s.source}
+    if np.isin(v, (0.0, 1.0)).all():
+        hit = v == 1.0
+        return int(hit.sum()), s.n, {**ev, "start_step": int(s.steps[hit][0]) if hit.any() else None}
+    if (np.diff(v) >= 0).all() and (v == np.round(v)).all():
+        return int(v[-1] - v[0]), s.n - 1, ev
+    return None
 
 
 def _no_update(facts: Facts, rules: Thresholds) -> tuple[int, int, dict[str, Any]] | None:
@@ -104,7 +122,7 @@ def _floor(facts: Facts, rules: Thresholds) -> Finding | None:
 
 
 def _share(facts: Facts, rules: Thresholds) -> Finding | None:
-    for how in (_counter(facts), _lines(facts, rules), _no_update(facts, rules)):
+    for how in (_counter(facts), _lines(facts, rules), _flag(facts, rules), _no_update(facts, rules)):
         if how is None:
             continue
         skipped, steps, ev = how

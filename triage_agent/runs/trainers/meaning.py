@@ -132,6 +132,10 @@ def _mismatch(toks: set[str]) -> bool:
 
 # the series of a name's words, the most specific first: the first that holds wins
 _RULES: tuple[tuple[str, Callable[[set[str]], bool]], ...] = (
+    # an update that did not happen, flagged per step (a hint-ladder verl export's `update_skipped`, a custom GRPO
+    # loop's `skipped`); what else a loop skips (samples, batches, groups, prompts) is not an optimizer step
+    ("skipped_steps", lambda t: _any(t, "skip") and not t & {"samples", "sample", "batches", "groups", "group", "prompt",
+                                                             "prompts", "tokens", "token", "data", "rate", "share"}),
     # groups dropped by a filter (DAPO dynamic sampling drops the groups whose rewards tie) and what it kept
     ("groups_filtered", lambda t: bool(t & _GROUP) and bool(t & _DROPPED) and "kept" not in t),
     ("groups_kept", lambda t: "kept" in t and bool(t & (_GROUP | {"samples", "sample"})) and not t & _DROPPED),
@@ -206,7 +210,7 @@ def infer(name: str) -> tuple[str, int] | None:
     return series, (0 if unknown else 100) + (10 if s & MEAN else 0) - len(toks)
 
 
-_CONCEPT_WORDS = ("chosen", "reject", "pos", "neg", "margin", "gap", "positive", "policy", "pair", "reward", "score",
+_CONCEPT_WORDS = ("skip", "chosen", "reject", "pos", "neg", "margin", "gap", "positive", "policy", "pair", "reward", "score",
                   "return", "turn", "tool", "fail", "stale", "age", "repet", "importance", "tis", "is", "teacher",
                   "verifiable", "task", "zero", "group", "num", "per", "entropy", "ent", "nll", "kd", "odds", "off", "kl", "grad", "norm", "loss", "len", "length", "tokens",
                   "clip", "truncat", "eos", "lr", "learning", "rate", "acc", "pass", "correct", "solved", "success",
