@@ -14,11 +14,6 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "real_runs"
 LABELS = CORPUS / "labels"
-# ids of findings-v4.md that triage does not raise yet (issue 36): a label may name them; they count as missed
-PENDING = frozenset({"optim.steps_skipped", "run.resume_discontinuity", "generation.degenerate",
-                     "policy.entropy_blowup", "reward.groups_too_hard", "reward.groups_too_easy",
-                     "policy.off_policy_stale", "agent.turns_collapsed", "agent.tool_failures",
-                     "reward.boundary_variance_dominates"})
 FIRST_BATCHES = "1-4"  # the runs labelled before batch A (issues 22-28): a label without a batch is one of them
 
 
