@@ -3,6 +3,7 @@ chains. Every expected number is worked out in the comment beside it."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -306,6 +307,26 @@ def test_a_trend_carried_across_a_resume_is_no_jump(make_run):
     f = finding(rep, "run.resume_discontinuity")
     assert f.severity == "medium" and f.evidence["trend_drift"] == pytest.approx(-10.0)
     assert f.evidence["move"] == pytest.approx(-0.2) and f.evidence["noise_multiple"] == pytest.approx(13.895, abs=1e-3)
+
+
+def test_two_runs_writing_one_file_at_once_are_told_apart_from_ranks(make_run):
+    # run A logs steps 6-14 and run B steps 0-7, their rows alternating as batch J's two Tinker runs did: A's 6, 7,
+    # then B's 0, A's 8, B's 1, ... Each row joins the run whose last step is the greatest below its own: A = 6-14
+    # (9 rows), B = 0-7 (8 rows); they share steps 6 and 7, 2 of B's 8 (25% <= 50%): two writers, B's first row
+    # (step 0) after a furthest step of 7
+    a = [{"step": i, "reward": 0.0} for i in range(6, 15)]
+    b = [{"step": i, "reward": 0.6} for i in range(0, 8)]
+    rows = [a[0], a[1]] + [r for pair in itertools.zip_longest(b, a[2:]) for r in pair if r is not None]
+    assert [r["step"] for r in rows] == [6, 7, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7]
+    f = finding(inspect(make_run({"metrics.jsonl": _jsonl(rows)})), "run.resume_discontinuity")
+    assert f.severity == "medium" and f.evidence["writers"] == 2
+    assert (f.evidence["resume_step"], f.evidence["furthest_before"]) == (0, 7)
+    assert "steps 6-14, steps 0-7" in f.title
+    # two ranks of one run, the second a step behind: 0, 1, 0, 2, 1, 3, 2, ...: the step goes back on every other
+    # row, but the two chains (0-19 and 0-18) share all 19 of the smaller one's steps: how the file is written
+    ranks = [{"step": 0, "reward": 0.5}] + [{"step": s, "reward": 0.5} for i in range(1, 20) for s in (i, i - 1)]
+    assert [r["step"] for r in ranks[:7]] == [0, 1, 0, 2, 1, 3, 2]
+    assert "run.resume_discontinuity" not in ids(inspect(make_run({"metrics.jsonl": _jsonl(ranks)})))
 
 
 def test_an_epoch_that_goes_back_is_a_resume_and_rows_logged_twice_by_design_are_not(make_run):

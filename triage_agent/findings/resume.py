@@ -63,7 +63,8 @@ def _slope(sb: np.ndarray, before: np.ndarray, sa: np.ndarray, after: np.ndarray
       cause="The run was resumed and its metrics jumped at the resume: the resumed launch is not the run that "
             "stopped (another checkpoint, optimizer or scheduler state lost, a different data order or config).",
       fix="check what the resume loaded: the checkpoint's step, the optimizer and LR-scheduler state, the data "
-          "loader's position and the config; resume with the same settings the first launch had")
+          "loader's position and the config; resume with the same settings the first launch had. Runs that wrote "
+          "one file at once: give each its own output folder")
 def resume_discontinuity(facts: Facts, rules: Thresholds) -> list[Finding]:
     run = facts.run
     out = []
@@ -71,7 +72,12 @@ def resume_discontinuity(facts: Facts, rules: Thresholds) -> list[Finding]:
         jump = _jump(facts, r, rules)
         base = {"resume_step": r.step, "furthest_before": r.before, "why": r.why, "resumes": run.resume_count,
                 "start_step": r.step, "source": r.source}
-        if jump is not None:
+        if r.writers > 1:
+            out.append(Finding("run.resume_discontinuity", "medium",
+                               f"In {r.source} {r.why}; its series hold their rows merged by step, so what the "
+                               "other findings read mixes them",
+                               {**base, "writers": r.writers}))
+        elif jump is not None:
             out.append(Finding("run.resume_discontinuity", "medium",
                                f"At the resume at step {r.step} ({r.why}) {jump['series']} moved "
                                f"{jump['before_mean']:.4g} → {jump['after_mean']:.4g}, "

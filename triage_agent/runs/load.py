@@ -439,7 +439,7 @@ class _TrainerParts:
         run.metrics, run.metric_sources, run.nonfinite = Table(frame, rel), can.sources, can.nonfinite
         run.metric_inferred = can.inferred
         relaunched = [Resume(r.step, r.before, r.why, src) for r, src in relaunches(self.rows, rel)]
-        run.resumes = [*relaunched, *(Resume(r.step, r.before, r.why, rel) for r in can.restarts)][:MAX_RESUMES]
+        run.resumes = [*relaunched, *(Resume(r.step, r.before, r.why, rel, r.writers) for r in can.restarts)][:MAX_RESUMES]
         run.resume_count = len(relaunched) + can.restart_count
         if run.paradigm in ("policy_gradient", "distillation", "unknown"):
             turns = frame.max("num_turns") if "num_turns" in frame else None

@@ -209,6 +209,7 @@ class Resume:
     before: int  # the furthest step logged before it
     why: str
     source: str
+    writers: int = 1  # runs whose rows interleave in the file from here (2 or more: they wrote it at once)
 
 
 @dataclass

@@ -24,11 +24,48 @@ MAX_RESTARTS = 16  # kept per file; the count says how many there were
 MAX_SHARE = 0.02
 
 
+MAX_WRITERS = 4  # runs writing one file at once that are told apart; more is how the file is written (ranks)
+MIN_WRITER_ROWS = 3  # rows each of them wrote
+MAX_WRITER_SCAN = 200_000  # rows whose writers are told apart (one Python pass over them)
+MAX_SHARED = 0.5  # steps two of them share, as a share of the smaller one's: ranks logging one run share them all
+
+
 @dataclass(frozen=True)
 class Restart:
     step: int  # the first step the new launch logged
     before: int  # the furthest step logged before it
     why: str
+    writers: int = 1  # runs whose rows interleave in the file (2 or more: they wrote it at once)
+
+
+def writers(s: np.ndarray) -> list[tuple[int, int, int]] | None:
+    """Runs that wrote one file at once, from its steps in file order: each row joins the run whose last step is the
+    greatest below its own (a new run where none is), so each run's steps rise. Two to MAX_WRITERS runs of
+    MIN_WRITER_ROWS rows or more, each pair sharing at most MAX_SHARED of their steps (two Tinker runs appending to
+    one metrics.jsonl in batch J: steps 6, 7, 0, 8, 1, 2, 9, ...; ranks of one run log the same steps instead), as
+    (first row, first step, last step) in the order they first wrote; None otherwise."""
+    last: list[float] = []
+    chains: list[list[int]] = []
+    for i, step in enumerate(s):
+        below = [k for k, v in enumerate(last) if v < step]
+        if below:
+            k = max(below, key=last.__getitem__)
+        else:
+            if len(chains) == MAX_WRITERS:
+                return None
+            k = len(chains)
+            chains.append([])
+            last.append(step)
+        chains[k].append(i)
+        last[k] = step
+    if len(chains) < 2 or min(map(len, chains)) < MIN_WRITER_ROWS:
+        return None
+    sets = [set(s[c].tolist()) for c in chains]
+    for a in range(len(sets)):
+        for b in range(a + 1, len(sets)):
+            if len(sets[a] & sets[b]) > MAX_SHARED * min(len(sets[a]), len(sets[b])):
+                return None
+    return [(c[0], int(s[c[0]]), int(s[c[-1]])) for c in chains]
 
 
 def find(steps: np.ndarray, trained: np.ndarray, epochs: np.ndarray | None) -> tuple[list[Restart], int]:
@@ -50,6 +87,11 @@ def find(steps: np.ndarray, trained: np.ndarray, epochs: np.ndarray | None) -> t
         with np.errstate(invalid="ignore"):
             epoch_back = (e[1:] < e[:-1] - 1e-6) & (cur >= prev) & ~back
     limit = max(2, MAX_SHARE * len(s))
+    if back.sum() > limit and len(s) <= MAX_WRITER_SCAN and (runs := writers(s)) is not None:
+        spans = ", ".join(f"steps {a}-{b}" for _row, a, b in runs)
+        later = runs[1]
+        return [Restart(later[1], int(furthest[later[0] - 1]), f"the rows of {len(runs)} runs interleave in the file "
+                                                              f"({spans}): they wrote it at once", len(runs))], 1
     back, again, epoch_back = (k if k.sum() <= limit else np.zeros_like(k) for k in (back, again, epoch_back))
     hits = np.flatnonzero(back | again | epoch_back)
     out = []
